@@ -38,6 +38,11 @@ struct Setup {
 
 impl Setup {
     async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    /// As [`Setup::start`], the configuration changed by `more` too.
+    async fn start_with(more: impl FnOnce(&mut hermes_config::HermesConfig) + Send + 'static) -> Self {
         // 127.0.0.2 stands in for the key's host (api.github.com), 127.0.0.3 for any other host.
         let github = TlsEchoHost::start("127.0.0.2", "127.0.0.2").await.unwrap();
         let elsewhere = TlsEchoHost::start("127.0.0.3", "127.0.0.3").await.unwrap();
@@ -50,6 +55,7 @@ impl Setup {
             // The proxy verifies the stand-in host against its test CA, as it would a real host
             // against the system's roots.
             c.sandbox.egress_trusted_ca_files = vec![ca_file];
+            more(c);
         })
         .await;
         let (tenant, agent, key) = env.tenant("acme", "helper").await;
@@ -198,5 +204,36 @@ async fn a_skill_and_a_stdio_mcp_server_use_a_bound_key_through_its_placeholder(
     // Both read the host's echo (the credential in it masked for the model), never the key.
     assert!(results[1..].iter().all(|r| r.contains("bad credentials: [REDACTED]")), "{results:?}");
     assert!(!results.iter().any(|r| r.contains(KEY)), "{results:?}");
+    setup.stop().await;
+}
+
+/// The browser reads no CA variable: it takes the egress CA's stand-in certificate by its pin,
+/// so it opens pages on a bound secret's host through the proxy. The pin is for that CA alone:
+/// a host whose certificate comes from any other CA the browser does not know stays refused.
+#[tokio::test]
+async fn the_browser_opens_pages_on_a_bound_secrets_host_by_the_egress_cas_pin_only() {
+    let setup = Setup::start_with(|c| {
+        c.sandbox.docker.image = "hermes-sandbox:browser-test".into();
+        c.sandbox.docker.memory_mb = 1024;
+        c.sandbox.docker.pids_limit = 1024;
+    })
+    .await;
+    setup.bind("GITHUB_TOKEN").await;
+    let Setup { env, github, elsewhere, agent, key, .. } = &setup;
+    env.set_toolsets(*agent, &["browser"]).await;
+    let secret_host = format!("https://127.0.0.2:{}/user", github.addr.port());
+    let other_host = format!("https://127.0.0.3:{}/user", elsewhere.addr.port());
+    env.llm.push(ScriptedReply::tool_call("browser_navigate", json!({ "url": secret_host })));
+    env.llm.push(ScriptedReply::tool_call("browser_navigate", json!({ "url": other_host })));
+    env.llm.push(ScriptedReply::text("done"));
+    let body: Value = env.chat(key, ask("helper", "open both")).await.json().await.unwrap();
+    assert_eq!(answer_text(&body), "done", "{body}");
+    let results = env.llm.requests().last().unwrap().texts_of("tool");
+    let opened: Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(opened["success"], true, "{opened}");
+    assert!(!github.seen().is_empty(), "the page came from the secret's host, through the proxy");
+    let refused: Value = serde_json::from_str(&results[1]).unwrap();
+    assert_eq!(refused["success"], false, "{refused}");
+    assert!(elsewhere.seen().is_empty(), "no request reached a host with an unknown certificate");
     setup.stop().await;
 }

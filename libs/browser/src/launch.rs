@@ -14,12 +14,20 @@ use hermes_sandbox::proto::StdioStart;
 /// Kubernetes pod sets none (its NetworkPolicy governs egress, and nothing holds
 /// 127.0.0.1:3128 there, so any program could take that port), and the browser then goes
 /// direct, ignoring any other proxy variable too.
+///
+/// Trust: where the agent has bound secrets, the egress proxy answers their hosts with
+/// certificates from the installation's egress CA. Chromium reads no CA file or variable, so it
+/// takes chains through that CA's key by its pin ([`hermes_sandbox::spec::TRUST_PIN`]); only the
+/// proxy holds that key.
 const SCRIPT: &str = r#"dir=$1 prefs=$2; shift 2
 mkdir -m 700 "$dir" && mkdir "$dir/Default" && printf '%s' "$prefs" >"$dir/Default/Preferences" || exit 1
 if [ -n "${HTTP_PROXY:-}" ]; then
   set -- "--proxy-server=$HTTP_PROXY" '--proxy-bypass-list=<-loopback>;localhost;127.0.0.1;[::1]' "$@"
 else
   set -- --no-proxy-server "$@"
+fi
+if [ -r /hermes/ipc/egress-ca.spki ]; then
+  set -- "--ignore-certificate-errors-spki-list=$(cat /hermes/ipc/egress-ca.spki)" "$@"
 fi
 exec "$0" "--user-data-dir=$dir" "$@" 3<&0 4>&1 1>/dev/null"#;
 
@@ -65,6 +73,11 @@ mod tests {
     use std::process::Command;
 
     use super::*;
+
+    #[test]
+    fn the_script_reads_the_pin_where_the_sandbox_backends_write_it() {
+        assert!(SCRIPT.contains(&format!("[ -r {} ]", hermes_sandbox::spec::TRUST_PIN)));
+    }
 
     /// Runs the launch script with a stand-in browser that writes its arguments to the CDP
     /// pipe's fd 4 (what the script makes of the program's stdout), in `env`.

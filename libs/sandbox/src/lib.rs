@@ -31,7 +31,7 @@ use hermes_core::{AgentId, TenantId};
 pub use client::{Address, PinnedCert, SandboxClient, status_error};
 pub use common::{Census, is_idle, live_sandbox, record_live};
 pub use hermes_sandbox_proto::v1 as proto;
-pub use spec::{SandboxSpec, SpecSource};
+pub use spec::{SandboxSpec, SpecSource, Trust};
 
 /// Which sandbox: never shared between tenants or agents, nor between the people or
 /// conversations of an agent whose `workspace` setting gives each their own.

@@ -21,15 +21,27 @@ pub struct SandboxSpec {
     /// Variables every program of the sandbox gets: the placeholders of its agent's bound
     /// secrets (issue 39). Never a secret's value.
     pub env: BTreeMap<String, String>,
-    /// A certificate (PEM) the sandbox's programs trust beside the system's: the egress CA,
-    /// when the agent has bound secrets.
-    pub trust: Option<String>,
+    /// A certificate the sandbox's programs trust beside the system's: the egress CA, when
+    /// the agent has bound secrets.
+    pub trust: Option<Trust>,
+}
+
+/// A certificate a sandbox trusts, as its programs need it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trust {
+    /// The certificate, PEM.
+    pub pem: String,
+    /// The base64 SHA-256 of its public key (SPKI): Chromium reads no CA variable, and takes
+    /// a chain through this key by `--ignore-certificate-errors-spki-list`.
+    pub spki_sha256: String,
 }
 
 /// Where a sandbox finds the trust files the backend writes (its socket directory), and the
 /// variables that point the usual TLS clients at them.
 pub const TRUST_BUNDLE: &str = "/hermes/ipc/ca-bundle.pem";
 pub const TRUST_EXTRA: &str = "/hermes/ipc/egress-ca.pem";
+/// The certificate's [`Trust::spki_sha256`], for the browser's launch script.
+pub const TRUST_PIN: &str = "/hermes/ipc/egress-ca.spki";
 pub const TRUST_ENV: [(&str, &str); 6] = [
     ("SSL_CERT_FILE", TRUST_BUNDLE),
     ("CURL_CA_BUNDLE", TRUST_BUNDLE),
@@ -44,11 +56,17 @@ const SYSTEM_BUNDLES: [&str; 3] =
     ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
 
 /// Writes `trust` into `dir` (a sandbox's socket directory, seen inside as `/hermes/ipc`):
-/// alone, and after the system's roots as the bundle [`TRUST_ENV`] names.
-pub fn write_trust(dir: &std::path::Path, trust: &str) -> std::io::Result<()> {
+/// alone, after the system's roots as the bundle [`TRUST_ENV`] names, and its pin.
+pub fn write_trust(dir: &std::path::Path, trust: &Trust) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let system = SYSTEM_BUNDLES.iter().find_map(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
-    for (name, text) in [("egress-ca.pem", trust.to_owned()), ("ca-bundle.pem", format!("{system}\n{trust}"))] {
+    let pem = &trust.pem;
+    let files = [
+        ("egress-ca.pem", pem.clone()),
+        ("ca-bundle.pem", format!("{system}\n{pem}")),
+        ("egress-ca.spki", trust.spki_sha256.clone()),
+    ];
+    for (name, text) in files {
         let path = dir.join(name);
         std::fs::write(&path, text)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
@@ -112,7 +130,7 @@ mod tests {
 
     #[test]
     fn the_trust_files_are_where_the_socket_directory_is_mounted() {
-        for (_, path) in super::TRUST_ENV {
+        for path in super::TRUST_ENV.iter().map(|(_, path)| *path).chain([super::TRUST_PIN]) {
             assert!(path.starts_with(&format!("{}/", crate::common::IPC_MOUNT)), "{path}");
         }
     }

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use base64::Engine as _;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -38,6 +39,7 @@ pub struct Authority {
     cert_pem: String,
     cert_der: CertificateDer<'static>,
     key_pem: String,
+    spki_sha256: String,
     issuer: Issuer<'static, KeyPair>,
     leaves: Mutex<HashMap<String, Arc<ServerConfig>>>,
 }
@@ -60,12 +62,15 @@ impl Authority {
     /// [`Authority::key_pem`] gave them).
     pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<Self, SetupError> {
         let key = KeyPair::from_pem(key_pem).map_err(failed("the CA's key"))?;
+        let spki = ring::digest::digest(&ring::digest::SHA256, &rcgen::PublicKeyData::subject_public_key_info(&key));
+        let spki_sha256 = base64::engine::general_purpose::STANDARD.encode(spki.as_ref());
         let cert_der = rustls::pki_types::pem::PemObject::from_pem_slice(cert_pem.as_bytes())
             .map_err(|e| SetupError(format!("the CA's certificate: {e}")))?;
         Ok(Self {
             cert_pem: cert_pem.to_owned(),
             cert_der,
             key_pem: key_pem.to_owned(),
+            spki_sha256,
             issuer: Issuer::new(ca_params()?, key),
             leaves: Mutex::new(HashMap::new()),
         })
@@ -74,6 +79,12 @@ impl Authority {
     /// The certificate sandboxes trust.
     pub fn cert_pem(&self) -> &str {
         &self.cert_pem
+    }
+
+    /// The base64 SHA-256 of the CA's public key (SPKI), which the stand-in certificates'
+    /// chains carry: how a browser, which reads no CA file, is told to take them.
+    pub fn spki_sha256(&self) -> &str {
+        &self.spki_sha256
     }
 
     /// The key, to keep (sealed) where every proxy finds it. Never for a sandbox.

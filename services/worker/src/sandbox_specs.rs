@@ -42,7 +42,10 @@ impl Inner {
         if let Some(secrets) = &self.secrets {
             let env = secrets.env(key).await;
             if !env.is_empty() {
-                spec.trust = secrets.authority().await.map(|a| a.cert_pem().to_owned());
+                spec.trust = secrets.authority().await.map(|a| hermes_sandbox::Trust {
+                    pem: a.cert_pem().to_owned(),
+                    spki_sha256: a.spki_sha256().to_owned(),
+                });
                 spec.env = env.into_iter().collect();
             }
         }
