@@ -312,6 +312,39 @@ async fn the_workers_environment_never_reaches_the_sandbox(s: &dyn Sandboxes) {
     }
 }
 
+/// A spec's variables (an agent's bound secrets' placeholders) and trust reach the sandbox's
+/// programs: the variables, the CA bundle the TLS clients are pointed at, and the browser's pin;
+/// a changed spec makes the sandbox again.
+async fn a_specs_variables_and_trust_reach_its_programs(s: &dyn Sandboxes) {
+    struct Fixed(hermes_sandbox::SandboxSpec);
+    impl hermes_sandbox::SpecSource for Fixed {
+        fn spec(&self, _: SandboxKey) -> futures_util::future::BoxFuture<'static, hermes_sandbox::SandboxSpec> {
+            let spec = self.0.clone();
+            Box::pin(async move { spec })
+        }
+    }
+    let trust = hermes_sandbox::Trust {
+        pem: "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n".into(),
+        spki_sha256: "c3BraS1waW4=".into(),
+    };
+    let env = [("GITHUB_TOKEN".to_owned(), "hermes_placeholder_0123".to_owned())].into();
+    s.set_specs(std::sync::Arc::new(Fixed(hermes_sandbox::SandboxSpec {
+        env,
+        trust: Some(trust),
+        ..Default::default()
+    })));
+    let command = "echo \"$GITHUB_TOKEN\"; tail -2 \"$SSL_CERT_FILE\"; cat /hermes/ipc/egress-ca.spki";
+    let key = new_key();
+    let out = run(s, key, command, 20).await.output;
+    assert_eq!(out, "hermes_placeholder_0123\nMIIBtest\n-----END CERTIFICATE-----\nc3BraS1waW4=", "{out}");
+
+    // A binding changed: the sandbox is made again, its programs see the new spec.
+    let env = [("GITHUB_TOKEN".to_owned(), "hermes_placeholder_4567".to_owned())].into();
+    s.set_specs(std::sync::Arc::new(Fixed(hermes_sandbox::SandboxSpec { env, ..Default::default() })));
+    let out = run(s, key, "echo \"$GITHUB_TOKEN\"; echo \"${SSL_CERT_FILE:-none}\"", 20).await.output;
+    assert_eq!(out, "hermes_placeholder_4567\nnone\n", "{out}");
+}
+
 async fn a_sandbox_that_died_is_recreated_with_its_workspace(s: &dyn Sandboxes, kill: impl AsyncFnOnce(SandboxKey)) {
     let key = new_key();
     run(s, key, "echo kept > /workspace/k", 20).await;
@@ -428,7 +461,8 @@ macro_rules! backend_suite {
             there_is_no_network_by_default,
             dropping_a_command_kills_it,
             agents_cannot_see_each_others_workspaces,
-            the_workers_environment_never_reaches_the_sandbox
+            the_workers_environment_never_reaches_the_sandbox,
+            a_specs_variables_and_trust_reach_its_programs
         );
 
         #[tokio::test]

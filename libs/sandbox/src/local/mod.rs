@@ -35,7 +35,7 @@ use hermes_config::SandboxConfig;
 
 use crate::client::SandboxClient;
 use crate::common::{self, Attached, EGRESS_SOCKET, IPC_MOUNT, SOCKET, START_WAIT};
-use crate::{MCP_HOME_MOUNT, MCP_USER, Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
+use crate::{MCP_HOME_MOUNT, MCP_USER, Result, SandboxError, SandboxKey, SandboxSpec, Sandboxes, WORKSPACE};
 use cgroup::{CgroupParent, SandboxCgroup};
 
 /// Where sandboxd is mounted inside the sandbox.
@@ -74,6 +74,22 @@ struct Inner {
     run_as: Option<(u32, u32)>,
     /// The sandboxes this worker started.
     started: StdMutex<HashMap<String, Started>>,
+    /// Each sandbox's variables and trust (of an agent's spec, the rest does not apply here).
+    specs: crate::spec::Specs,
+}
+
+/// The file in a sandbox's socket directory naming the spec it was started with.
+const SPEC_FILE: &str = "spec";
+
+/// What of a spec applies to this backend, which runs on the host's files under its own
+/// limits: the variables and trust (an agent's bound secrets).
+fn applied(spec: SandboxSpec) -> SandboxSpec {
+    SandboxSpec { env: spec.env, trust: spec.trust, ..Default::default() }
+}
+
+/// The fingerprint of the spec the sandbox with socket directory `ipc` was started with.
+fn made_for(ipc: &Path) -> String {
+    std::fs::read_to_string(ipc.join(SPEC_FILE)).unwrap_or_else(|_| SandboxSpec::default().fingerprint())
 }
 
 struct Started {
@@ -117,6 +133,7 @@ impl LocalSandboxes {
                 cgroups,
                 run_as,
                 started: StdMutex::new(HashMap::new()),
+                specs: crate::spec::Specs::default(),
             }),
         })
     }
@@ -138,7 +155,7 @@ impl LocalSandboxes {
     }
 
     /// Connects to `key`'s daemon, starting the sandbox when none answers.
-    async fn open_uncached(&self, key: SandboxKey, name: &str) -> Result<SandboxClient> {
+    async fn open_uncached(&self, key: SandboxKey, name: &str, spec: &SandboxSpec) -> Result<SandboxClient> {
         let _guard = self.inner.attached.daemons.start_lock(name).await;
         if let Some(client) = self.inner.attached.daemons.cached(name) {
             return Ok(client);
@@ -146,16 +163,17 @@ impl LocalSandboxes {
         let ipc = self.ipc_dir(name);
         let _machine_lock = machine_lock(&self.inner.cfg.local.ipc_dir, &ipc).await?;
         if ipc.join(SOCKET).exists()
+            && made_for(&ipc) == spec.fingerprint()
             && let Ok(client) = self.inner.attached.daemons.connect(name, &ipc, Duration::from_millis(300), "").await
         {
             return Ok(client);
         }
-        self.start(key, name).await?;
+        self.start(key, name, spec).await?;
         let hint = format!("see the worker's log for sandboxd's own ({})", self.inner.sandboxd.display());
         self.inner.attached.daemons.connect(name, &ipc, START_WAIT, &hint).await
     }
 
-    async fn start(&self, key: SandboxKey, name: &str) -> Result<()> {
+    async fn start(&self, key: SandboxKey, name: &str, spec: &SandboxSpec) -> Result<()> {
         let local = &self.inner.cfg.local;
         let (uid, gid) = self.inner.run_as.unwrap_or_else(common::current_ids);
         let workspace = self.workspace_dir(key);
@@ -170,11 +188,12 @@ impl LocalSandboxes {
             if self.inner.run_as.is_some() { common::IpcOwner::Worker } else { common::IpcOwner::User { uid, gid } };
         let ipc = common::prepare_ipc_dir(&local.ipc_dir, name, owner)?;
         self.stop(name).await;
+        write_spec_files(&ipc, spec)?;
         let cgroup = match &self.inner.cgroups {
             Some(parent) => Some(parent.create(name, local.pids_limit, local.memory_mb.saturating_mul(1024 * 1024))?),
             None => None,
         };
-        let mut command = self.command(&workspace, &ipc, cgroup.is_some());
+        let mut command = self.command(&workspace, &ipc, cgroup.is_some(), spec);
         let mut child = command.spawn().map_err(|e| {
             SandboxError::Unavailable(format!("cannot run {} (is bubblewrap installed?): {e}", local.bwrap_path))
         })?;
@@ -198,7 +217,7 @@ impl LocalSandboxes {
         Ok(())
     }
 
-    fn command(&self, workspace: &Path, ipc: &Path, wait_for_cgroup: bool) -> Command {
+    fn command(&self, workspace: &Path, ipc: &Path, wait_for_cgroup: bool, spec: &SandboxSpec) -> Command {
         let local = &self.inner.cfg.local;
         let mut args: Vec<String> = Vec::new();
         let mut arg = |parts: &[&str]| args.extend(parts.iter().map(|p| (*p).to_owned()));
@@ -214,6 +233,10 @@ impl LocalSandboxes {
         arg(&["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", WORKSPACE]);
         arg(&["--setenv", "LANG", "C.UTF-8", "--setenv", "SANDBOXD_LOG", "warn"]);
         for (name, value) in crate::PROXY_ENV {
+            arg(&["--setenv", name, value]);
+        }
+        let trust_env = spec.trust.as_ref().map(|_| crate::spec::TRUST_ENV.as_slice()).unwrap_or_default();
+        for (name, value) in trust_env.iter().copied().chain(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
             arg(&["--setenv", name, value]);
         }
         for dir in SYSTEM_DIRS.iter().chain(ETC_ENTRIES) {
@@ -348,12 +371,36 @@ async fn machine_lock(root: &str, ipc: &Path) -> Result<std::fs::File> {
         .map_err(|e| io_err("cannot lock", &path, e))
 }
 
+/// Writes `spec`'s trust files (or removes a former spec's) and its fingerprint into `ipc`.
+fn write_spec_files(ipc: &Path, spec: &SandboxSpec) -> Result<()> {
+    match &spec.trust {
+        Some(trust) => crate::spec::write_trust(ipc, trust).map_err(|e| io_err("cannot write trust into", ipc, e))?,
+        None => {
+            for file in ["egress-ca.pem", "ca-bundle.pem", "egress-ca.spki"] {
+                let _ = std::fs::remove_file(ipc.join(file));
+            }
+        }
+    }
+    let path = ipc.join(SPEC_FILE);
+    std::fs::write(&path, spec.fingerprint()).map_err(|e| io_err("cannot write", &path, e))
+}
+
 impl Sandboxes for LocalSandboxes {
     fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
         Box::pin(async move {
             let name = self.sandbox_name(key);
-            self.inner.attached.open(&name, key, &self.ipc_dir(&name), self.open_uncached(key, &name)).await
+            let spec = applied(self.inner.specs.of(key).await);
+            let ipc = self.ipc_dir(&name);
+            if made_for(&ipc) != spec.fingerprint() {
+                // The agent's bound secrets changed since: open_uncached starts it again.
+                self.inner.attached.daemons.forget(&name);
+            }
+            self.inner.attached.open(&name, key, &ipc, self.open_uncached(key, &name, &spec)).await
         })
+    }
+
+    fn set_specs(&self, source: Arc<dyn crate::SpecSource>) {
+        self.inner.specs.set(source);
     }
 
     fn running(&self, key: SandboxKey) -> BoxFuture<'_, Result<Option<SandboxClient>>> {
