@@ -51,6 +51,10 @@ pub const TRUST_ENV: [(&str, &str); 6] = [
     ("NODE_EXTRA_CA_CERTS", TRUST_EXTRA),
 ];
 
+/// The names of the trust files in the socket directory: [`TRUST_EXTRA`], [`TRUST_BUNDLE`]
+/// and [`TRUST_PIN`].
+const TRUST_FILES: [&str; 3] = ["egress-ca.pem", "ca-bundle.pem", "egress-ca.spki"];
+
 /// The system's roots (the worker's), to which the sandbox's extra certificate is added.
 const SYSTEM_BUNDLES: [&str; 3] =
     ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
@@ -61,17 +65,21 @@ pub fn write_trust(dir: &std::path::Path, trust: &Trust) -> std::io::Result<()> 
     use std::os::unix::fs::PermissionsExt;
     let system = SYSTEM_BUNDLES.iter().find_map(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
     let pem = &trust.pem;
-    let files = [
-        ("egress-ca.pem", pem.clone()),
-        ("ca-bundle.pem", format!("{system}\n{pem}")),
-        ("egress-ca.spki", trust.spki_sha256.clone()),
-    ];
+    let [extra, bundle, pin] = TRUST_FILES;
+    let files = [(extra, pem.clone()), (bundle, format!("{system}\n{pem}")), (pin, trust.spki_sha256.clone())];
     for (name, text) in files {
         let path = dir.join(name);
         std::fs::write(&path, text)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
     }
     Ok(())
+}
+
+/// Removes what [`write_trust`] wrote into `dir`, if anything (a spec without trust).
+pub fn remove_trust(dir: &std::path::Path) {
+    for name in TRUST_FILES {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
 }
 
 impl SandboxSpec {
@@ -133,6 +141,8 @@ mod tests {
         for path in super::TRUST_ENV.iter().map(|(_, path)| *path).chain([super::TRUST_PIN]) {
             assert!(path.starts_with(&format!("{}/", crate::common::IPC_MOUNT)), "{path}");
         }
+        let named = [super::TRUST_EXTRA, super::TRUST_BUNDLE, super::TRUST_PIN].map(|p| p.rsplit('/').next().unwrap());
+        assert_eq!(named, super::TRUST_FILES);
     }
 
     #[test]

@@ -35,9 +35,9 @@ struct Answer {
     body: String,
 }
 
-/// Sends `request` through an intercepted tunnel to `host`, the proxy trusting `trusted`, as a
-/// sandbox client that trusts only the egress CA.
-async fn through_proxy(host: &TlsEchoHost, trusted: &str, secret: Secret, request: Request<Full<Bytes>>) -> Answer {
+/// An intercepted tunnel to `host`, the proxy trusting `trusted`: its egress CA and the
+/// sandbox's end.
+async fn tunnel(host: &TlsEchoHost, trusted: &str, secret: Secret) -> (Arc<Authority>, tokio::io::DuplexStream) {
     let authority = Arc::new(Authority::generate().unwrap());
     let upstream = Upstream::new(false, &[trusted.to_owned()]).unwrap();
     let (sandbox_side, proxy_side) = tokio::io::duplex(64 * 1024);
@@ -46,6 +46,13 @@ async fn through_proxy(host: &TlsEchoHost, trusted: &str, secret: Secret, reques
     spawn_detached(async move {
         let _ = intercept(proxy_side, onward, HOST, vec![secret], (&ca, &upstream)).await;
     });
+    (authority, sandbox_side)
+}
+
+/// Sends `request` through an intercepted tunnel to `host`, the proxy trusting `trusted`, as a
+/// sandbox client that trusts only the egress CA.
+async fn through_proxy(host: &TlsEchoHost, trusted: &str, secret: Secret, request: Request<Full<Bytes>>) -> Answer {
+    let (authority, sandbox_side) = tunnel(host, trusted, secret).await;
     let mut sender = client_trusting(sandbox_side, authority.cert_pem(), HOST).await.unwrap();
     let response = sender.send_request(request).await.unwrap();
     let header = |name: &str| response.headers().get(name).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
@@ -128,14 +135,7 @@ async fn an_answer_compressed_against_the_proxys_asking_never_reaches_the_sandbo
 #[tokio::test]
 async fn an_http2_client_is_served_over_http2_with_the_same_swap() {
     let host = host().await;
-    let authority = Arc::new(Authority::generate().unwrap());
-    let upstream = Upstream::new(false, std::slice::from_ref(&host.ca_pem)).unwrap();
-    let (sandbox_side, proxy_side) = tokio::io::duplex(64 * 1024);
-    let onward = tokio::net::TcpStream::connect(host.addr).await.unwrap();
-    let ca = authority.clone();
-    spawn_detached(async move {
-        let _ = intercept(proxy_side, onward, HOST, vec![secret(Placement::default())], (&ca, &upstream)).await;
-    });
+    let (authority, sandbox_side) = tunnel(&host, &host.ca_pem, secret(Placement::default())).await;
 
     let mut roots = rustls::RootCertStore::empty();
     let pem = authority.cert_pem();

@@ -375,11 +375,7 @@ async fn machine_lock(root: &str, ipc: &Path) -> Result<std::fs::File> {
 fn write_spec_files(ipc: &Path, spec: &SandboxSpec) -> Result<()> {
     match &spec.trust {
         Some(trust) => crate::spec::write_trust(ipc, trust).map_err(|e| io_err("cannot write trust into", ipc, e))?,
-        None => {
-            for file in ["egress-ca.pem", "ca-bundle.pem", "egress-ca.spki"] {
-                let _ = std::fs::remove_file(ipc.join(file));
-            }
-        }
+        None => crate::spec::remove_trust(ipc),
     }
     let path = ipc.join(SPEC_FILE);
     std::fs::write(&path, spec.fingerprint()).map_err(|e| io_err("cannot write", &path, e))
