@@ -11,7 +11,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use hermes_sandbox::{SandboxKey, Sandboxes};
 
@@ -213,68 +215,84 @@ fn chart_role_rules() -> std::collections::BTreeSet<(String, String)> {
     rules
 }
 
-/// An agent's egress setting, switchable by the test.
-struct Toggle(std::sync::atomic::AtomicBool);
+/// The worker's egress proxy as these tests need it: answers every request with the sandbox
+/// it came from and the request line it got.
+struct Answering;
 
-impl hermes_sandbox::EgressHandler for Toggle {
-    fn serve(&self, _: SandboxKey, _: tokio::net::UnixStream) -> futures_util::future::BoxFuture<'static, ()> {
-        Box::pin(async {})
-    }
-
-    fn enabled(&self, _: SandboxKey) -> futures_util::future::BoxFuture<'static, bool> {
-        let on = self.0.load(std::sync::atomic::Ordering::SeqCst);
-        Box::pin(async move { on })
+impl hermes_sandbox::EgressHandler for Answering {
+    fn serve(&self, key: SandboxKey, mut stream: hermes_sandbox::EgressConnection) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let mut head = Vec::new();
+            while !head.ends_with(b"\r\n\r\n") {
+                let mut byte = [0u8; 1];
+                if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                head.push(byte[0]);
+            }
+            let line = String::from_utf8_lossy(&head).lines().next().unwrap_or_default().to_owned();
+            let body = format!("{} {} {line}\n", key.tenant, key.agent);
+            let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+            let _ = stream.write_all(reply.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        })
     }
 }
 
-#[tokio::test]
-async fn internet_access_opens_the_network_policy_to_public_addresses_only_and_follows_the_setting() {
-    let cluster = cluster();
-    let sandboxes = backend(&cluster, |c| c.egress_allow_cidrs = vec!["10.20.0.0/16".into()]);
-    let toggle = Arc::new(Toggle(false.into()));
-    sandboxes.set_egress(toggle.clone());
-    let key = new_key();
-    run(&sandboxes, key, "true", 20).await;
-    let names = sandboxes.names(key);
-    let egress = || cluster.object("networkpolicies", &names.pod).unwrap()["spec"]["egress"].clone();
-    assert_eq!(egress(), json!([]), "no way out by default");
+/// Every sandbox gets this spec: one placeholder and the egress CA, as for an agent with a
+/// bound secret.
+struct WithSecret(hermes_sandbox::SandboxSpec);
 
-    // The agent opts in: the reaper's pass over live pods opens the policy.
-    toggle.0.store(true, std::sync::atomic::Ordering::SeqCst);
-    assert_eq!(sandboxes.reap_idle().await.unwrap(), 0, "a busy pod stays");
-    let rules = egress();
-    let dns = &rules[0];
-    assert_eq!(dns["to"][0]["podSelector"]["matchLabels"]["k8s-app"], "kube-dns");
-    assert_eq!(dns["ports"], json!([{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]));
-    let peers = rules[1]["to"].as_array().unwrap();
-    assert_eq!(
-        rules[1]["ports"],
-        json!([{"port": 80, "protocol": "TCP"}, {"port": 443, "protocol": "TCP"}]),
-        "web ports only (sandbox.egress_ports)"
-    );
-    assert_eq!(peers[0]["ipBlock"]["cidr"], "0.0.0.0/0");
-    let except_v4: Vec<&str> =
-        peers[0]["ipBlock"]["except"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-    for private in ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "127.0.0.0/8", "100.64.0.0/10"] {
-        assert!(except_v4.contains(&private), "{private} refused");
+impl hermes_sandbox::SpecSource for WithSecret {
+    fn spec(&self, _: SandboxKey) -> BoxFuture<'static, hermes_sandbox::SandboxSpec> {
+        let spec = self.0.clone();
+        Box::pin(async move { spec })
     }
-    assert_eq!(peers[1]["ipBlock"]["cidr"], "::/0");
-    assert!(peers[1]["ipBlock"]["except"].as_array().unwrap().contains(&json!("fc00::/7")));
-    assert_eq!(peers[2]["ipBlock"], json!({"cidr": "10.20.0.0/16"}), "the operator's allowed range");
+}
 
-    // Another worker attaching applies the current setting too; switching off closes it again.
-    toggle.0.store(false, std::sync::atomic::Ordering::SeqCst);
-    let other = backend(&cluster, |_| {});
-    other.set_egress(toggle.clone());
-    run(&other, key, "true", 20).await;
-    assert_eq!(egress(), json!([]), "closed again");
+/// Issue 39 on Kubernetes: a pod cannot reach its worker, and its NetworkPolicy lets nothing
+/// out, yet its programs' proxy (sandboxd's port on the pod's loopback) hands each connection
+/// to the worker's egress proxy over the worker's own connection to the daemon, tagged with
+/// the sandbox it came from; the pod carries its agent's placeholders and trusts the egress CA.
+#[tokio::test]
+async fn a_pods_programs_reach_the_workers_egress_proxy_through_sandboxd_and_nothing_else() {
+    let cluster = cluster();
+    let sandboxes = backend(&cluster, |_| {});
+    sandboxes.set_egress(Arc::new(Answering));
+    let ca = "-----BEGIN CERTIFICATE-----\nTHE-EGRESS-CA\n-----END CERTIFICATE-----\n";
+    let spec = hermes_sandbox::SandboxSpec {
+        env: [("GITHUB_TOKEN".to_owned(), "hermes_placeholder_0123".to_owned())].into(),
+        trust: Some(hermes_sandbox::Trust { pem: ca.into(), spki_sha256: "cGlu".into() }),
+        ..Default::default()
+    };
+    sandboxes.set_specs(Arc::new(WithSecret(spec)));
+    let key = new_key();
+    let out = run(&sandboxes, key, "curl -sS http://example.invalid/a?b=1", 30).await;
+    let from = format!("{} {}", key.tenant, key.agent);
+    assert_eq!(out.output, format!("{from} GET http://example.invalid/a?b=1 HTTP/1.1\n"), "{out:?}");
+
+    // More connections at once than the calls a worker keeps waiting.
+    let many = "for i in $(seq 12); do curl -sS http://example.invalid/$i & done; wait";
+    let out = run(&sandboxes, key, many, 60).await;
+    assert_eq!(out.output.lines().filter(|l| l.starts_with(&from)).count(), 12, "{out:?}");
+
+    // The agent's placeholder and trust; sandboxd keeps the trust's variables to itself.
+    let env = run(&sandboxes, key, "env", 20).await.output;
+    assert!(env.contains("GITHUB_TOKEN=hermes_placeholder_0123"), "{env}");
+    assert!(!env.contains("HERMES_SANDBOX_TRUST"), "{env}");
+    let bundle = env.lines().find_map(|l| l.strip_prefix("SSL_CERT_FILE=")).unwrap().to_owned();
+    let trusted = run(&sandboxes, key, &format!("cat {bundle}"), 20).await.output;
+    assert!(trusted.ends_with(ca), "{trusted}");
+    let names = sandboxes.names(key);
+    let policy = cluster.object("networkpolicies", &names.pod).unwrap();
+    assert_eq!(policy["spec"]["egress"], json!([]), "nothing leaves the pod but through sandboxd");
 }
 
 #[test]
 fn the_manifests_are_complete_kubernetes_objects() {
     let mut cfg = hermes_config::SandboxConfig::default();
     cfg.kubernetes.storage_class = "fast".into();
-    let manifests = hermes_sandbox_kube::manifests_of(&cfg, new_key(), false);
+    let manifests = hermes_sandbox_kube::manifests_of(&cfg, new_key(), &Default::default());
     let kinds: Vec<&str> = manifests.iter().map(|m| m["kind"].as_str().unwrap()).collect();
     // The token's Secret, then the TLS key and certificate's.
     assert_eq!(kinds, ["Secret", "Secret", "PersistentVolumeClaim", "Pod", "NetworkPolicy"]);
@@ -298,16 +316,18 @@ fn the_manifests_validate_against_the_kubernetes_schemas_offline() {
     let mut cfg = hermes_config::SandboxConfig::default();
     cfg.kubernetes.runtime_class = "gvisor".into();
     cfg.kubernetes.storage_class = "fast".into();
-    cfg.egress_allow_cidrs = vec!["10.20.0.0/16".into()];
     // Workers in the release's namespace, sandboxes in their own (the chart's layout).
     cfg.kubernetes.worker_namespace = "hermes".into();
     let key = new_key();
-    let mut manifests = hermes_sandbox_kube::manifests_of(&cfg, key, false);
+    let with_secret = hermes_sandbox::SandboxSpec {
+        env: [("GITHUB_TOKEN".to_owned(), "hermes_placeholder_0123".to_owned())].into(),
+        trust: Some(hermes_sandbox::Trust { pem: "<certificate>".into(), spki_sha256: "<pin>".into() }),
+        ..Default::default()
+    };
+    let manifests = hermes_sandbox_kube::manifests_of(&cfg, key, &with_secret);
     let from = &manifests[4]["spec"]["ingress"][0]["from"][0];
     assert_eq!(from["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"], "hermes");
     assert_eq!(from["podSelector"]["matchLabels"]["app.kubernetes.io/component"], "worker");
-    // The policy of an agent with internet access too.
-    manifests.extend(hermes_sandbox_kube::manifests_of(&cfg, key, true).pop());
     let dir = format!("/tmp/htest-kube/{}", unique("m"));
     std::fs::create_dir_all(&dir).unwrap();
     let mut files = Vec::new();

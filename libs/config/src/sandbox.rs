@@ -190,9 +190,6 @@ pub struct KubernetesSandboxConfig {
     /// own): a NetworkPolicy's pod selector alone matches pods of its own namespace only.
     /// Empty: the workers run in the sandbox namespace.
     pub worker_namespace: String,
-    /// Labels of the cluster's DNS pods, which a sandbox with internet access may query
-    /// (port 53, any namespace).
-    pub dns_labels: std::collections::BTreeMap<String, String>,
     /// Prefix of the objects' names.
     pub name_prefix: String,
     /// How long a new pod may take to be scheduled, pulled and answer.
@@ -215,7 +212,6 @@ impl Default for KubernetesSandboxConfig {
             tmpfs_mb: 256,
             worker_labels: [("app.kubernetes.io/component".to_owned(), "worker".to_owned())].into(),
             worker_namespace: String::new(),
-            dns_labels: [("k8s-app".to_owned(), "kube-dns".to_owned())].into(),
             name_prefix: "hermes".into(),
             start_timeout_seconds: 120,
         }

@@ -9,9 +9,11 @@
 //! Objects are created on first use; an idle pod is deleted (PVC and Secret stay); a pod that
 //! failed is replaced. Any worker can attach to a running pod.
 //!
-//! Egress: the pod cannot reach the workers' egress proxy, so an agent's opt-in opens its
-//! NetworkPolicy instead, to public addresses only (see `manifests::network_policy`). The
-//! policy follows the agent's setting when a worker attaches and at every reaper pass.
+//! Egress: the pod's NetworkPolicy lets nothing out. Its programs' proxy is sandboxd's port
+//! on the pod's loopback, and each connection there is handed to a worker over `Egress` calls
+//! the worker keeps waiting on its connection to the daemon (`hermes_sandbox::egress_tunnel`),
+//! so the same egress proxy as Docker's decides: the agent's opt-in, public addresses only,
+//! and bound secrets swapped in at their hosts.
 
 pub mod manifests;
 mod names;
@@ -54,8 +56,10 @@ struct Inner {
     clients: StdMutex<HashMap<String, SandboxClient>>,
     start: Mutex<()>,
     egress: StdMutex<Option<Arc<dyn EgressHandler>>>,
-    /// Whether each pod's NetworkPolicy, as this worker last applied it, lets it out.
-    applied_egress: StdMutex<HashMap<String, bool>>,
+    /// The egress tunnel this worker serves for each pod it holds a client for.
+    tunnels: StdMutex<HashMap<String, tokio::task::JoinHandle<()>>>,
+    /// The pods whose NetworkPolicy this worker applied.
+    applied_policy: StdMutex<std::collections::HashSet<String>>,
     census: hermes_sandbox::Census,
     /// Each agent's image and limits, and the spec each pod this worker reached was made for.
     specs: hermes_sandbox::spec::Specs,
@@ -96,7 +100,8 @@ impl KubeSandboxes {
                 clients: StdMutex::new(HashMap::new()),
                 start: Mutex::new(()),
                 egress: StdMutex::new(None),
-                applied_egress: StdMutex::new(HashMap::new()),
+                tunnels: StdMutex::new(HashMap::new()),
+                applied_policy: StdMutex::new(std::collections::HashSet::new()),
                 specs: hermes_sandbox::spec::Specs::default(),
                 made_for: StdMutex::new(HashMap::new()),
                 census: hermes_sandbox::Census::default(),
@@ -123,6 +128,9 @@ impl KubeSandboxes {
     fn forget(&self, pod: &str) {
         if let Ok(mut clients) = self.inner.clients.lock() {
             clients.remove(pod);
+        }
+        if let Some(tunnel) = self.inner.tunnels.lock().ok().and_then(|mut t| t.remove(pod)) {
+            tunnel.abort();
         }
     }
 
@@ -185,31 +193,19 @@ impl KubeSandboxes {
         Err(SandboxError::Backend(format!("the sandbox's Secret {name} was created but cannot be read")))
     }
 
-    /// Whether `key`'s agent may reach the internet (never without an egress handler).
-    async fn egress_enabled(&self, key: SandboxKey) -> bool {
-        let handler = self.inner.egress.lock().ok().and_then(|h| h.clone());
-        match handler {
-            Some(handler) => handler.enabled(key).await,
-            None => false,
-        }
-    }
-
     /// Applies the sandbox's NetworkPolicy (server-side apply, so every worker converges on the
-    /// same object) unless this worker already applied it with the same egress setting.
+    /// same object; a pod from a release that opened it to the internet is closed again)
+    /// unless this worker already did.
     async fn ensure_policy(&self, key: SandboxKey, names: &Names) -> Result<()> {
-        let egress = self.egress_enabled(key).await;
-        let applied = self.inner.applied_egress.lock().ok().and_then(|a| a.get(&names.pod).copied());
-        if applied == Some(egress) {
+        if self.inner.applied_policy.lock().is_ok_and(|a| a.contains(&names.pod)) {
             return Ok(());
         }
-        let cfg = &self.inner.cfg;
-        let internet = egress.then(|| manifests::Internet::of(cfg));
-        let policy = manifests::network_policy(&cfg.kubernetes, key, names, internet);
+        let policy = manifests::network_policy(&self.inner.cfg.kubernetes, key, names);
         let params = PatchParams::apply("hermes-worker").force();
         self.api::<NetworkPolicy>().patch(&names.pod, &params, &Patch::Apply(&policy)).await.map_err(api_err)?;
-        tracing::info!(pod = %names.pod, egress, "sandbox network policy applied");
-        if let Ok(mut applied) = self.inner.applied_egress.lock() {
-            applied.insert(names.pod.clone(), egress);
+        tracing::info!(pod = %names.pod, "sandbox network policy applied");
+        if let Ok(mut applied) = self.inner.applied_policy.lock() {
+            applied.insert(names.pod.clone());
         }
         Ok(())
     }
@@ -231,7 +227,7 @@ impl KubeSandboxes {
                     }
                     self.ensure(&manifests::pvc(&shaped, key, names)).await?;
                     self.ensure_policy(key, names).await?;
-                    let mut pod = manifests::pod(&shaped, key, names, cfg.exec_timeout_seconds);
+                    let mut pod = manifests::pod(&shaped, key, names, spec, cfg.exec_timeout_seconds);
                     pod.metadata
                         .labels
                         .get_or_insert_default()
@@ -292,7 +288,21 @@ impl KubeSandboxes {
         if let Ok(mut clients) = self.inner.clients.lock() {
             clients.insert(names.pod.clone(), client.clone());
         }
+        self.serve_egress(key, names, &client);
         Ok(client)
+    }
+
+    /// Serves the pod's egress tunnel through `client` unless this worker already does.
+    fn serve_egress(&self, key: SandboxKey, names: &Names, client: &SandboxClient) {
+        let Some(handler) = self.inner.egress.lock().ok().and_then(|h| h.clone()) else { return };
+        let Ok(mut tunnels) = self.inner.tunnels.lock() else { return };
+        if tunnels.get(&names.pod).is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let task = hermes_sandbox::egress_tunnel::serve(client.clone(), key, handler);
+        if let Some(old) = tunnels.insert(names.pod.clone(), task) {
+            old.abort();
+        }
     }
 
     /// Deletes pods whose daemon reports them idle (see `hermes_sandbox::is_idle`) or does not
@@ -340,7 +350,6 @@ impl KubeSandboxes {
             } else if let Some(key) = key
                 && let Err(e) = self.ensure_policy(key, &self.names(key)).await
             {
-                // Keeps a live pod's egress in step with its agent's setting.
                 tracing::warn!(pod = %name, error = %e, "cannot update the sandbox's network policy");
             }
         }
@@ -380,7 +389,7 @@ impl Sandboxes for KubeSandboxes {
             if let Ok(mut made) = self.inner.made_for.lock() {
                 made.insert(names.pod.clone(), wanted);
             }
-            // A pod another worker started may carry an older egress setting.
+            // A pod another worker, or an older release, started.
             self.ensure_policy(key, &names).await?;
             let wait = Duration::from_secs(self.inner.cfg.kubernetes.start_timeout_seconds.min(60));
             self.connect_pod(key, &names, &ip, wait).await
@@ -433,9 +442,8 @@ impl Sandboxes for KubeSandboxes {
     }
 }
 
-/// The manifests of `key`'s sandbox, for operators and offline validation; `egress` as if the
-/// agent had opted in to the internet.
-pub fn manifests_of(cfg: &SandboxConfig, key: SandboxKey, egress: bool) -> Vec<serde_json::Value> {
+/// The manifests of `key`'s sandbox made for `spec`, for operators and offline validation.
+pub fn manifests_of(cfg: &SandboxConfig, key: SandboxKey, spec: &SandboxSpec) -> Vec<serde_json::Value> {
     let names = Names::of(&cfg.kubernetes.name_prefix, key);
     let k = &cfg.kubernetes;
     let mut objects = vec![with_kind(manifests::secret(k, key, &names, "<token>"))];
@@ -445,8 +453,8 @@ pub fn manifests_of(cfg: &SandboxConfig, key: SandboxKey, egress: bool) -> Vec<s
     }
     objects.extend([
         with_kind(manifests::pvc(k, key, &names)),
-        with_kind(manifests::pod(k, key, &names, cfg.exec_timeout_seconds)),
-        with_kind(manifests::network_policy(k, key, &names, egress.then(|| manifests::Internet::of(cfg)))),
+        with_kind(manifests::pod(k, key, &names, spec, cfg.exec_timeout_seconds)),
+        with_kind(manifests::network_policy(k, key, &names)),
     ]);
     objects
 }

@@ -1,6 +1,7 @@
 //! The objects of one sandbox, as typed Kubernetes API objects: a token Secret, a workspace
 //! PVC, the pod (hardened like the Docker backend's container) and a NetworkPolicy that lets
-//! only the workers in and, unless the agent opted in to the internet, nothing out.
+//! only the workers in and nothing out (egress goes through the worker's proxy, over the
+//! worker's own connection: `hermes_sandbox::egress_tunnel`).
 
 use std::collections::BTreeMap;
 
@@ -11,16 +12,15 @@ use k8s_openapi::api::core::v1::{
     VolumeResourceRequirements,
 };
 use k8s_openapi::api::networking::v1::{
-    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
-    NetworkPolicySpec,
+    NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use hermes_config::{KubernetesSandboxConfig, SandboxConfig};
-use hermes_net_policy::{Cidr, NON_PUBLIC_V4, NON_PUBLIC_V6};
-use hermes_sandbox::{MCP_HOME_MOUNT, MCP_USER, SandboxKey, WORKSPACE};
+use hermes_config::KubernetesSandboxConfig;
+use hermes_sandbox::spec::{TRUST_DIR, TRUST_ENV, TRUST_VARIABLES};
+use hermes_sandbox::{MCP_HOME_MOUNT, MCP_USER, PROXY_ENV, SandboxKey, SandboxSpec, WORKSPACE};
 
 pub use crate::names::{LABEL_AGENT, LABEL_OWNER, LABEL_SANDBOX, LABEL_TENANT, LABEL_WORKSPACE, Names};
 use crate::names::{labels, meta};
@@ -98,11 +98,19 @@ fn scratch(name: &str, mb: u64) -> Volume {
     }
 }
 
-pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_timeout_secs: u64) -> Pod {
+/// The sandbox's pod, its programs given `spec`'s variables and trust.
+pub fn pod(
+    cfg: &KubernetesSandboxConfig,
+    key: SandboxKey,
+    names: &Names,
+    spec: &SandboxSpec,
+    exec_timeout_secs: u64,
+) -> Pod {
     let mut container = sandbox_container(cfg, names, exec_timeout_secs);
     if cfg.tls {
         crate::tls::serve_tls(&mut container, names);
     }
+    with_spec_env(&mut container, spec);
     Pod {
         metadata: meta(&names.pod, &labels(cfg, key, names)),
         spec: Some(PodSpec {
@@ -156,8 +164,25 @@ fn sandbox_container(cfg: &KubernetesSandboxConfig, names: &Names, exec_timeout_
             mount("tmp", "/tmp", false),
             mount("run", "/run", false),
             mount("mcp", MCP_HOME_MOUNT, false),
+            mount("ipc", TRUST_DIR, false),
         ]),
         ..Default::default()
+    }
+}
+
+/// The egress variables every sandbox has, and `spec`'s: its placeholders, and its trust,
+/// which sandboxd writes into [`TRUST_DIR`] from its own environment (no worker can write
+/// into the pod).
+fn with_spec_env(container: &mut Container, spec: &SandboxSpec) {
+    let value = |(name, value): (&str, &str)| EnvVar { name: name.into(), value: Some(value.into()), ..Default::default() };
+    let env = container.env.get_or_insert_default();
+    env.extend(PROXY_ENV.into_iter().map(value));
+    env.extend(spec.env.iter().map(|(name, v)| value((name, v))));
+    if let Some(trust) = &spec.trust {
+        env.extend(TRUST_ENV.into_iter().map(value));
+        let [pem, spki] = TRUST_VARIABLES;
+        env.extend([value((pem, &trust.pem)), value((spki, &trust.spki_sha256))]);
+        container.command.get_or_insert_default().extend(["--trust-dir".to_owned(), TRUST_DIR.to_owned()]);
     }
 }
 
@@ -179,6 +204,8 @@ fn sandboxd_command(cfg: &KubernetesSandboxConfig, exec_timeout_secs: u64) -> Ve
         WORKSPACE.into(),
         "--default-timeout".into(),
         exec_timeout_secs.to_string(),
+        // Its proxy port hands connections to the worker (the pod cannot reach one).
+        "--egress-tunnel".into(),
     ]
 }
 
@@ -236,33 +263,14 @@ fn pod_volumes(cfg: &KubernetesSandboxConfig, names: &Names) -> Vec<Volume> {
         scratch("tmp", cfg.tmpfs_mb),
         scratch("run", 16),
         scratch("mcp", cfg.tmpfs_mb),
+        // The trust files: sandboxd writes them and closes the directory to programs.
+        scratch("ipc", 1),
     ]
 }
 
-/// What a sandbox whose agent opted in to the internet may reach besides public addresses:
-/// the operator's `sandbox.egress_allow_cidrs`, on the ports of `sandbox.egress_ports` only.
-#[derive(Debug, Clone, Copy)]
-pub struct Internet<'a> {
-    pub allow: &'a [String],
-    pub ports: &'a [u16],
-}
-
-impl<'a> Internet<'a> {
-    pub fn of(cfg: &'a SandboxConfig) -> Self {
-        Self { allow: &cfg.egress_allow_cidrs, ports: &cfg.egress_ports }
-    }
-}
-
-/// The sandbox's NetworkPolicy: only the workers come in; with `egress` (the agent's opt-in)
-/// the pod may query the cluster's DNS and reach public addresses (and the operator's extra
-/// ranges) on the open ports, never private, loopback, link-local or metadata ranges (the same
-/// list the workers' egress proxy refuses); without it nothing goes out.
-pub fn network_policy(
-    cfg: &KubernetesSandboxConfig,
-    key: SandboxKey,
-    names: &Names,
-    egress: Option<Internet<'_>>,
-) -> NetworkPolicy {
+/// The sandbox's NetworkPolicy: only the workers come in, on sandboxd's port, and nothing goes
+/// out (not even DNS): programs' egress reaches the worker through sandboxd.
+pub fn network_policy(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names) -> NetworkPolicy {
     NetworkPolicy {
         metadata: meta(&names.pod, &labels(cfg, key, names)),
         spec: Some(NetworkPolicySpec {
@@ -270,7 +278,7 @@ pub fn network_policy(
                 match_labels: Some(BTreeMap::from([(LABEL_SANDBOX.to_owned(), names.pod.clone())])),
                 ..Default::default()
             }),
-            // Both directions are governed, so an empty egress list means no way out.
+            // Both directions are governed, so the empty egress list means no way out.
             policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
             ingress: Some(vec![NetworkPolicyIngressRule {
                 from: Some(vec![NetworkPolicyPeer {
@@ -289,39 +297,13 @@ pub fn network_policy(
                     }),
                     ..Default::default()
                 }]),
-                ports: Some(vec![port(cfg.port, "TCP")]),
+                ports: Some(vec![NetworkPolicyPort {
+                    port: Some(IntOrString::Int(i32::from(cfg.port))),
+                    protocol: Some("TCP".into()),
+                    ..Default::default()
+                }]),
             }]),
-            egress: Some(egress.map(|allow| internet_rules(cfg, allow)).unwrap_or_default()),
+            egress: Some(Vec::new()),
         }),
     }
-}
-
-fn port(number: u16, protocol: &str) -> NetworkPolicyPort {
-    NetworkPolicyPort {
-        port: Some(IntOrString::Int(i32::from(number))),
-        protocol: Some(protocol.into()),
-        ..Default::default()
-    }
-}
-
-fn internet_rules(cfg: &KubernetesSandboxConfig, internet: Internet<'_>) -> Vec<NetworkPolicyEgressRule> {
-    let dns = NetworkPolicyEgressRule {
-        to: Some(vec![NetworkPolicyPeer {
-            namespace_selector: Some(LabelSelector::default()),
-            pod_selector: Some(LabelSelector { match_labels: Some(cfg.dns_labels.clone()), ..Default::default() }),
-            ..Default::default()
-        }]),
-        ports: Some(vec![port(53, "UDP"), port(53, "TCP")]),
-    };
-    let block = |cidr: &str, except: &[&str]| NetworkPolicyPeer {
-        ip_block: Some(IPBlock {
-            cidr: cidr.to_owned(),
-            except: Some(except.iter().map(|r| (*r).to_owned()).collect()).filter(|e: &Vec<String>| !e.is_empty()),
-        }),
-        ..Default::default()
-    };
-    let mut peers = vec![block("0.0.0.0/0", &NON_PUBLIC_V4), block("::/0", &NON_PUBLIC_V6)];
-    peers.extend(internet.allow.iter().filter(|c| Cidr::parse(c).is_some()).map(|c| block(c, &[])));
-    let ports = internet.ports.iter().map(|p| port(*p, "TCP")).collect();
-    vec![dns, NetworkPolicyEgressRule { to: Some(peers), ports: Some(ports) }]
 }

@@ -11,7 +11,7 @@ fn mcp_servers_run_as_their_own_user_with_a_fresh_home_volume() {
     let tenant = TenantId::mint();
     let key = SandboxKey::shared(tenant, AgentId::new());
     let cfg = hermes_config::KubernetesSandboxConfig::default();
-    let spec = pod(&cfg, key, &Names::of("hermes", key), 60).spec.unwrap();
+    let spec = pod(&cfg, key, &Names::of("hermes", key), &Default::default(), 60).spec.unwrap();
     let container = &spec.containers[0];
     let command = container.command.clone().unwrap();
     assert!(command.windows(2).any(|w| w == ["--run-as", "1000:1000"]), "{command:?}");

@@ -178,7 +178,7 @@ fn the_pod_serves_tls_with_its_own_key_given_as_variables_from_its_own_secret() 
     assert!(cfg.kubernetes.tls, "TLS is the default under Kubernetes");
     for on in [true, false] {
         cfg.kubernetes.tls = on;
-        let manifests = manifests_of(&cfg, key, false);
+        let manifests = manifests_of(&cfg, key, &Default::default());
         let pod = manifests.iter().find(|m| m["kind"] == "Pod").unwrap();
         let secret_name = format!("{}-tls", pod["metadata"]["name"].as_str().unwrap());
         let container = &pod["spec"]["containers"][0];

@@ -3,6 +3,8 @@
 
 #![allow(clippy::all, clippy::pedantic, clippy::allow_attributes_without_reason, reason = "generated code")]
 
+pub mod trust;
+
 pub mod v1 {
     tonic::include_proto!("hermes.sandbox.v1");
 }

@@ -180,7 +180,7 @@ impl EgressListeners {
         let Some(listener) = listen_for_sandbox(&ipc_dir.join(EGRESS_SOCKET), "egress") else { return };
         let task = hermes_telemetry::tasks::spawn("sandbox_socket_listener", async move {
             while let Ok((stream, _)) = listener.accept().await {
-                hermes_telemetry::tasks::spawn("sandbox_socket_connection", handler.serve(key, stream));
+                hermes_telemetry::tasks::spawn("sandbox_socket_connection", handler.serve(key, Box::new(stream)));
             }
         });
         listening.insert(name.to_owned(), task);

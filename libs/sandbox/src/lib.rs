@@ -10,6 +10,7 @@
 pub mod client;
 mod common;
 pub mod docker;
+pub mod egress_tunnel;
 mod listening;
 pub mod local;
 pub mod process;
@@ -137,17 +138,18 @@ pub trait Sandboxes: Send + Sync {
 }
 
 /// The worker's side of sandbox egress. Programs in a sandbox use `HTTP(S)_PROXY`
-/// (sandboxd's relay on the sandbox's loopback), and each connection arrives here, on a unix
-/// socket in the sandbox's socket directory, tagged with the sandbox it came from.
-///
-/// Backends that cannot route through the worker (Kubernetes: the pod is elsewhere) ask
-/// [`EgressHandler::enabled`] instead and open the pod's NetworkPolicy to public addresses.
+/// (sandboxd's relay on the sandbox's loopback), and each connection arrives here tagged with
+/// the sandbox it came from: on a unix socket in the sandbox's socket directory (Docker,
+/// local), or over an `Egress` call on the worker's connection to the daemon (Kubernetes,
+/// [`egress_tunnel`]).
 pub trait EgressHandler: Send + Sync {
-    fn serve(&self, key: SandboxKey, stream: tokio::net::UnixStream) -> BoxFuture<'static, ()>;
-
-    /// Whether `key`'s agent may reach the internet now.
-    fn enabled(&self, key: SandboxKey) -> BoxFuture<'static, bool>;
+    fn serve(&self, key: SandboxKey, stream: EgressConnection) -> BoxFuture<'static, ()>;
 }
+
+/// A byte stream a sandbox's program opened to its proxy port.
+pub trait EgressStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> EgressStream for T {}
+pub type EgressConnection = Box<dyn EgressStream>;
 
 /// What every sandbox's environment says about egress: sandboxd's relay is the proxy, and
 /// the sandbox's own loopback is reached directly. Node's `fetch` reads the variables only when

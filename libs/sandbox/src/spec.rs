@@ -26,61 +26,9 @@ pub struct SandboxSpec {
     pub trust: Option<Trust>,
 }
 
-/// A certificate a sandbox trusts, as its programs need it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Trust {
-    /// The certificate, PEM.
-    pub pem: String,
-    /// The base64 SHA-256 of its public key (SPKI): Chromium reads no CA variable, and takes
-    /// a chain through this key by `--ignore-certificate-errors-spki-list`.
-    pub spki_sha256: String,
-}
-
-/// Where a sandbox finds the trust files the backend writes (its socket directory), and the
-/// variables that point the usual TLS clients at them.
-pub const TRUST_BUNDLE: &str = "/hermes/ipc/ca-bundle.pem";
-pub const TRUST_EXTRA: &str = "/hermes/ipc/egress-ca.pem";
-/// The certificate's [`Trust::spki_sha256`], for the browser's launch script.
-pub const TRUST_PIN: &str = "/hermes/ipc/egress-ca.spki";
-pub const TRUST_ENV: [(&str, &str); 6] = [
-    ("SSL_CERT_FILE", TRUST_BUNDLE),
-    ("CURL_CA_BUNDLE", TRUST_BUNDLE),
-    ("REQUESTS_CA_BUNDLE", TRUST_BUNDLE),
-    ("GIT_SSL_CAINFO", TRUST_BUNDLE),
-    ("PIP_CERT", TRUST_BUNDLE),
-    ("NODE_EXTRA_CA_CERTS", TRUST_EXTRA),
-];
-
-/// The names of the trust files in the socket directory: [`TRUST_EXTRA`], [`TRUST_BUNDLE`]
-/// and [`TRUST_PIN`].
-const TRUST_FILES: [&str; 3] = ["egress-ca.pem", "ca-bundle.pem", "egress-ca.spki"];
-
-/// The system's roots (the worker's), to which the sandbox's extra certificate is added.
-const SYSTEM_BUNDLES: [&str; 3] =
-    ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
-
-/// Writes `trust` into `dir` (a sandbox's socket directory, seen inside as `/hermes/ipc`):
-/// alone, after the system's roots as the bundle [`TRUST_ENV`] names, and its pin.
-pub fn write_trust(dir: &std::path::Path, trust: &Trust) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let system = SYSTEM_BUNDLES.iter().find_map(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
-    let pem = &trust.pem;
-    let [extra, bundle, pin] = TRUST_FILES;
-    let files = [(extra, pem.clone()), (bundle, format!("{system}\n{pem}")), (pin, trust.spki_sha256.clone())];
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::write(&path, text)?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
-    }
-    Ok(())
-}
-
-/// Removes what [`write_trust`] wrote into `dir`, if anything (a spec without trust).
-pub fn remove_trust(dir: &std::path::Path) {
-    for name in TRUST_FILES {
-        let _ = std::fs::remove_file(dir.join(name));
-    }
-}
+pub use hermes_sandbox_proto::trust::{
+    TRUST_BUNDLE, TRUST_DIR, TRUST_ENV, TRUST_EXTRA, TRUST_PIN, TRUST_VARIABLES, Trust, remove_trust, write_trust,
+};
 
 impl SandboxSpec {
     /// 16 hex digits naming this spec (a label value on containers and pods).
@@ -137,12 +85,8 @@ mod tests {
     use super::SandboxSpec;
 
     #[test]
-    fn the_trust_files_are_where_the_socket_directory_is_mounted() {
-        for path in super::TRUST_ENV.iter().map(|(_, path)| *path).chain([super::TRUST_PIN]) {
-            assert!(path.starts_with(&format!("{}/", crate::common::IPC_MOUNT)), "{path}");
-        }
-        let named = [super::TRUST_EXTRA, super::TRUST_BUNDLE, super::TRUST_PIN].map(|p| p.rsplit('/').next().unwrap());
-        assert_eq!(named, super::TRUST_FILES);
+    fn the_trust_files_are_in_the_socket_directory() {
+        assert_eq!(super::TRUST_DIR, crate::common::IPC_MOUNT);
     }
 
     #[test]

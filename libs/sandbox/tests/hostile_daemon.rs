@@ -33,6 +33,7 @@ impl Sandbox for Flood {
     type ExecStream = ReceiverStream<Result<ExecEvent, Status>>;
     type RunCodeStream = ReceiverStream<Result<CodeOutput, Status>>;
     type StdioStream = ReceiverStream<Result<StdioOutput, Status>>;
+    type EgressStream = ReceiverStream<Result<hermes_sandbox::proto::EgressOutput, Status>>;
 
     async fn exec(&self, _: Request<hermes_sandbox::proto::ExecRequest>) -> Reply<Self::ExecStream> {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
@@ -48,6 +49,10 @@ impl Sandbox for Flood {
     }
 
     async fn stdio(&self, _: Request<Streaming<StdioInput>>) -> Reply<Self::StdioStream> {
+        Err(refused())
+    }
+
+    async fn egress(&self, _: Request<Streaming<hermes_sandbox::proto::EgressInput>>) -> Reply<Self::EgressStream> {
         Err(refused())
     }
 

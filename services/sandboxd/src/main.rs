@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Parser;
+use hermes_sandbox_proto::trust;
 use hermes_sandboxd::identity::{self, Launch};
 use hermes_sandboxd::run_as::RunAs;
 use hermes_sandboxd::{Config, Daemon, TlsIdentity, bind_unix, serve_tcp, serve_unix};
@@ -46,8 +47,17 @@ struct Args {
     /// The worker's egress proxy (a unix socket); programs reach it through `--egress-listen`.
     #[arg(long)]
     egress_socket: Option<PathBuf>,
+    /// Hand programs' connections to `--egress-listen` to the worker's `Egress` calls instead
+    /// (a Kubernetes pod, which cannot reach its worker).
+    #[arg(long, conflicts_with = "egress_socket")]
+    egress_tunnel: bool,
     #[arg(long, default_value = "127.0.0.1:3128")]
     egress_listen: std::net::SocketAddr,
+    /// Write the certificate in `HERMES_SANDBOX_TRUST_PEM` (and its pin in
+    /// `HERMES_SANDBOX_TRUST_SPKI`) as the trust files programs are pointed at, into this
+    /// directory (where the worker cannot write them itself: a Kubernetes pod).
+    #[arg(long)]
+    trust_dir: Option<PathBuf>,
     /// The worker's OTLP relay (a unix socket): sandboxd's spans go there, in the trace of the
     /// tool call that asked for the work.
     #[arg(long)]
@@ -78,7 +88,12 @@ fn main() -> anyhow::Result<()> {
     // Read as sandboxd, before any thread takes the sandbox user's file identity.
     let token = read_token(&args)?;
     let tls = read_tls(&args)?;
-    let hidden_env = [&args.token_env, &args.tls_cert_env, &args.tls_key_env].into_iter().flatten().cloned().collect();
+    if let Some(dir) = &args.trust_dir {
+        write_trust(dir)?;
+    }
+    let mut hidden_env: Vec<String> =
+        [&args.token_env, &args.tls_cert_env, &args.tls_key_env].into_iter().flatten().cloned().collect();
+    hidden_env.extend(trust::TRUST_VARIABLES.map(str::to_owned));
     let launch = Launch { run_as: args.run_as, mcp_as: args.mcp_as, hidden_env };
     identity::set(launch, std::path::Path::new(hermes_sandbox_proto::MCP_HOME_MOUNT))?;
     let run_as = args.run_as;
@@ -123,6 +138,20 @@ fn read_token(args: &Args) -> anyhow::Result<Option<String>> {
     Ok(Some(token))
 }
 
+/// Writes the trust files from sandboxd's environment into `dir`, as root, and leaves the
+/// directory root's: programs read the files and cannot change which certificate they name.
+fn write_trust(dir: &std::path::Path) -> anyhow::Result<()> {
+    let [pem, spki] = trust::TRUST_VARIABLES.map(|name| std::env::var(name).ok());
+    let (Some(pem), Some(spki_sha256)) = (pem, spki) else {
+        bail!("--trust-dir needs {} and {}", trust::TRUST_VARIABLES[0], trust::TRUST_VARIABLES[1])
+    };
+    trust::write_trust(dir, &trust::Trust { pem, spki_sha256 })
+        .with_context(|| format!("cannot write the trust files into {}", dir.display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot close {} to programs", dir.display()))
+}
+
 fn read_tls(args: &Args) -> anyhow::Result<Option<TlsIdentity>> {
     let (Some(cert), Some(key)) = (&args.tls_cert_env, &args.tls_key_env) else { return Ok(None) };
     let read = |name: &str| std::env::var(name).with_context(|| format!("{name} is not set"));
@@ -150,6 +179,10 @@ async fn serve(args: Args, token: Option<String>, tls: Option<TlsIdentity>) -> a
     if let Some(run_as) = args.run_as {
         run_as.on_this_thread();
     }
+    let tunnel = match args.egress_tunnel {
+        true => Some(hermes_sandboxd::relay::Tunnel::listen(args.egress_listen).await?),
+        false => None,
+    };
     if let Some(to) = args.egress_socket.clone() {
         let listen = args.egress_listen;
         hermes_telemetry::tasks::spawn("sandboxd_idle", async move {
@@ -167,7 +200,11 @@ async fn serve(args: Args, token: Option<String>, tls: Option<TlsIdentity>) -> a
     } else if let Some(addr) = args.listen.strip_prefix("tcp:") {
         let token = token.context("--token-file or --token-env is required with a tcp listener")?;
         cfg.token = Some(token.clone());
-        serve_tcp(Daemon::new(cfg), addr.parse().context("bad tcp address")?, token, tls, shutdown).await
+        let daemon = match tunnel {
+            Some(tunnel) => Daemon::new(cfg).with_egress_tunnel(tunnel),
+            None => Daemon::new(cfg),
+        };
+        serve_tcp(daemon, addr.parse().context("bad tcp address")?, token, tls, shutdown).await
     } else {
         bail!("--listen must be unix:PATH or tcp:ADDR:PORT")
     }

@@ -10,7 +10,8 @@ use std::time::Duration;
 use hermes_sandbox_proto::TOKEN_HEADER;
 use hermes_sandbox_proto::v1::sandbox_server::{Sandbox, SandboxServer};
 use hermes_sandbox_proto::v1::{
-    CheckpointInfo, CheckpointList, CheckpointRequest, CodeInput, CodeOutput, EditFileRequest, EditResponse, ExecEvent,
+    CheckpointInfo, CheckpointList, CheckpointRequest, CodeInput, CodeOutput, EditFileRequest, EditResponse,
+    EgressInput, EgressOutput, ExecEvent,
     ExecRequest, ListCheckpointsRequest, ListDirRequest, ListDirResponse, ListProcessesRequest, PollProcessRequest,
     ProcessList, ProcessRef, ProcessStatus, PutFileRequest, PutFileResponse, ReadBytesRequest, ReadBytesResponse,
     ReadFileRequest, ReadFileResponse, ReadFirstRequest, ReadFirstResponse, RestoreRequest, RestoreResponse,
@@ -35,6 +36,8 @@ pub struct Daemon {
     activity: Arc<Activity>,
     processes: Arc<Processes>,
     checkpoints: Arc<Checkpoints>,
+    /// Programs' connections to the proxy port, for the worker's `Egress` calls (Kubernetes).
+    tunnel: Option<Arc<crate::relay::Tunnel>>,
 }
 
 impl Daemon {
@@ -46,7 +49,13 @@ impl Daemon {
         };
         let processes = Arc::new(Processes::load(&cfg.state_dir, &cfg.workspace));
         let checkpoints = Arc::new(Checkpoints::new(&cfg.workspace, &cfg.state_dir));
-        Self { cfg: Arc::new(cfg), paths, activity: Arc::new(Activity::default()), processes, checkpoints }
+        Self { cfg: Arc::new(cfg), paths, activity: Arc::new(Activity::default()), processes, checkpoints, tunnel: None }
+    }
+
+    /// Hands the programs' egress connections to the worker's `Egress` calls.
+    pub fn with_egress_tunnel(mut self, tunnel: Arc<crate::relay::Tunnel>) -> Self {
+        self.tunnel = Some(tunnel);
+        self
     }
 
     fn server(self) -> SandboxServer<Self> {
@@ -255,6 +264,16 @@ impl Sandbox for Daemon {
             running_execs: self.activity.running(),
             running_processes: self.processes.running().await,
         }))
+    }
+
+    type EgressStream = ReceiverStream<Result<EgressOutput, Status>>;
+
+    /// Not activity: a program's traffic does not keep an idle sandbox alive by itself.
+    async fn egress(&self, request: Request<Streaming<EgressInput>>) -> Reply<Self::EgressStream> {
+        let Some(tunnel) = self.tunnel.clone() else {
+            return Err(Status::failed_precondition("this sandbox's egress goes through its socket directory"));
+        };
+        streamed("sandboxd_egress", 16, |tx| async move { tunnel.serve(request.into_inner(), tx).await })
     }
 }
 

@@ -20,12 +20,12 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::{TcpStream, UnixStream};
+use tokio::net::TcpStream;
 
 use hermes_config::SandboxConfig;
 
 use hermes_net_policy::{Cidr, is_public};
-use hermes_sandbox::{EgressHandler, SandboxKey};
+use hermes_sandbox::{EgressConnection, EgressHandler, SandboxKey};
 use hermes_store::Store;
 
 use crate::held::Held;
@@ -172,7 +172,7 @@ impl Inner {
         is_public(ip) || self.allow.iter().any(|c| c.contains(ip))
     }
 
-    async fn handle(self: &Arc<Self>, key: SandboxKey, mut client: UnixStream) -> std::io::Result<()> {
+    async fn handle(self: &Arc<Self>, key: SandboxKey, mut client: EgressConnection) -> std::io::Result<()> {
         let Some(_slot) = self.open.take(key) else {
             metrics::counter!("hermes_egress_refused_total").increment(1);
             return reply(&mut client, 429, "this sandbox has too many connections open").await;
@@ -245,7 +245,7 @@ enum HeadError {
 
 /// The request head (without its blank line) and whatever body bytes came with it; `None`
 /// when the client closed before sending one.
-async fn read_head(client: &mut UnixStream) -> Result<Option<(String, Vec<u8>)>, HeadError> {
+async fn read_head(client: &mut EgressConnection) -> Result<Option<(String, Vec<u8>)>, HeadError> {
     let mut buf = Vec::with_capacity(4096);
     loop {
         let mut chunk = [0u8; 4096];
@@ -265,7 +265,7 @@ async fn read_head(client: &mut UnixStream) -> Result<Option<(String, Vec<u8>)>,
 }
 
 /// Relays both ways until either side closes or nothing moves for `idle`.
-async fn relay_until_idle(client: UnixStream, upstream: TcpStream, idle: Duration) -> std::io::Result<()> {
+async fn relay_until_idle(client: EgressConnection, upstream: TcpStream, idle: Duration) -> std::io::Result<()> {
     let started = Instant::now();
     let last = Arc::new(AtomicU64::new(0));
     let mut client = Touched { inner: client, last: last.clone(), started };
@@ -277,7 +277,7 @@ async fn relay_until_idle(client: UnixStream, upstream: TcpStream, idle: Duratio
 /// Serves an intercepted tunnel (a secret's host) until either side closes or nothing moves
 /// for `idle`.
 async fn intercept_until_idle(
-    client: UnixStream,
+    client: EgressConnection,
     upstream: TcpStream,
     (host, secrets): (&str, Vec<hermes_secret_egress::Secret>),
     (authority, onward): (&hermes_secret_egress::Authority, &hermes_secret_egress::Upstream),
@@ -350,7 +350,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Touched<S> {
     }
 }
 
-async fn reply(client: &mut UnixStream, code: u16, why: &str) -> std::io::Result<()> {
+async fn reply(client: &mut EgressConnection, code: u16, why: &str) -> std::io::Result<()> {
     let reason = match code {
         400 => "Bad Request",
         403 => "Forbidden",
@@ -370,18 +370,13 @@ async fn reply(client: &mut UnixStream, code: u16, why: &str) -> std::io::Result
 }
 
 impl EgressHandler for EgressProxy {
-    fn serve(&self, key: SandboxKey, stream: UnixStream) -> BoxFuture<'static, ()> {
+    fn serve(&self, key: SandboxKey, stream: EgressConnection) -> BoxFuture<'static, ()> {
         let inner = self.inner.clone();
         Box::pin(async move {
             if let Err(e) = inner.handle(key, stream).await {
                 tracing::debug!(error = %e, "egress connection ended");
             }
         })
-    }
-
-    fn enabled(&self, key: SandboxKey) -> BoxFuture<'static, bool> {
-        let inner = self.inner.clone();
-        Box::pin(async move { inner.enabled(key).await })
     }
 }
 
@@ -412,10 +407,10 @@ mod tests {
 
     /// Opens a tunnel through the proxy to `port` and returns the client's end and the status
     /// line the proxy answered with.
-    async fn tunnel(inner: &Arc<Inner>, key: SandboxKey, host: &str, port: u16) -> (UnixStream, String) {
-        let (mut client, server) = UnixStream::pair().unwrap();
+    async fn tunnel(inner: &Arc<Inner>, key: SandboxKey, host: &str, port: u16) -> (tokio::io::DuplexStream, String) {
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
         let inner = inner.clone();
-        hermes_telemetry::tasks::spawn("worker_egress_connection", async move { inner.handle(key, server).await });
+        hermes_telemetry::tasks::spawn("worker_egress_connection", async move { inner.handle(key, Box::new(server)).await });
         client
             .write_all(format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n").as_bytes())
             .await

@@ -49,18 +49,28 @@ fn status(code: u16, reason: &str) -> (u16, Value) {
 }
 
 impl Cluster {
-    /// Starts sandboxd for a created pod, as the kubelet would, with the variables the pod
-    /// fills from its Secrets (its token, its TLS certificate and key), the pod's token and TLS
-    /// flags, and its PVC.
+    /// Starts sandboxd for a created pod, as the kubelet would, with the pod's variables (those
+    /// filled from its Secrets too: its token, its TLS certificate and key), its token, TLS,
+    /// egress and trust flags, and its PVC. Pods share the host's loopback: each one's proxy
+    /// port is a free port on its own address, and its trust directory one of its own.
     fn start_pod(&self, pod: &Value) {
+        let name = pod["metadata"]["name"].as_str().unwrap();
+        let ip = pod["status"]["podIP"].as_str().unwrap();
+        let proxy = format!("{ip}:{}", free_port());
+        let trust_dir = format!("{}/{name}-ipc", self.root);
+        std::fs::create_dir_all(&trust_dir).unwrap();
+        let in_pod = |value: &str| value.replace("127.0.0.1:3128", &proxy).replace(hermes_sandbox::spec::TRUST_DIR, &trust_dir);
         let objects = self.objects.lock().unwrap();
         let volumes = pod["spec"]["volumes"].as_array().unwrap();
         let container = &pod["spec"]["containers"][0];
-        let from_secrets: Vec<(String, String)> = container["env"]
+        let env: Vec<(String, String)> = container["env"]
             .as_array()
             .unwrap()
             .iter()
             .filter_map(|e| {
+                if let Some(value) = e["value"].as_str() {
+                    return Some((e["name"].as_str()?.to_owned(), in_pod(value)));
+                }
                 let source = &e["valueFrom"]["secretKeyRef"];
                 let secret = &objects[&("secrets".to_owned(), source["name"].as_str()?.to_owned())];
                 Some((
@@ -71,24 +81,27 @@ impl Cluster {
             .collect();
         drop(objects);
         let command: Vec<&str> = container["command"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-        let flags = ["--token-env", "--tls-cert-env", "--tls-key-env"]
+        let flags: Vec<String> = ["--token-env", "--tls-cert-env", "--tls-key-env", "--trust-dir"]
             .iter()
             .filter(|flag| !(flag.starts_with("--tls") && self.plaintext.load(Ordering::SeqCst)))
-            .filter_map(|flag| Some([*flag, command.get(command.iter().position(|a| a == flag)? + 1)?]))
-            .flatten();
+            .filter_map(|flag| Some([flag.to_string(), in_pod(command.get(command.iter().position(|a| a == flag)? + 1)?)]))
+            .flatten()
+            .collect();
+        let tunnel = command.contains(&"--egress-tunnel").then_some(["--egress-tunnel", "--egress-listen", &proxy]);
         let pvc = volumes.iter().find_map(|v| v["persistentVolumeClaim"]["claimName"].as_str()).unwrap();
         let workspace = format!("{}/{pvc}", self.root);
         std::fs::create_dir_all(&workspace).unwrap();
         let child = Command::new(sandboxd_bin())
-            .args(["--listen", &format!("tcp:{}:{}", pod["status"]["podIP"].as_str().unwrap(), self.port)])
+            .args(["--listen", &format!("tcp:{ip}:{}", self.port)])
             .args(flags)
-            .envs(from_secrets)
+            .args(tunnel.into_iter().flatten())
+            .envs(env)
             .args(["--workspace", &workspace])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        self.daemons.lock().unwrap().insert(pod["metadata"]["name"].as_str().unwrap().to_owned(), child);
+        self.daemons.lock().unwrap().insert(name.to_owned(), child);
     }
 
     pub(super) fn stop_pod(&self, name: &str) {
