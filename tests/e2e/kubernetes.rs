@@ -134,6 +134,28 @@ async fn a_pod_started_without_tls_is_replaced_when_tls_is_turned_on() {
     assert!(command.iter().any(|a| a == "--tls-cert-env"), "{command:?}");
 }
 
+/// Pods of releases before the egress tunnel went out through their NetworkPolicy, which is
+/// now closed: a worker replaces such a pod (on the same volume) rather than leave it cut off.
+#[tokio::test]
+async fn a_pod_from_before_the_egress_tunnel_is_replaced() {
+    let cluster = cluster();
+    let before = backend(&cluster, |_| {});
+    let key = new_key();
+    run(&before, key, "echo kept > k", 20).await;
+    let names = before.names(key);
+    {
+        let mut objects = cluster.objects.lock().unwrap();
+        let pod = objects.get_mut(&("pods".to_owned(), names.pod.clone())).unwrap();
+        let command = pod["spec"]["containers"][0]["command"].as_array_mut().unwrap();
+        command.retain(|a| a != "--egress-tunnel");
+    }
+    let after = backend(&cluster, |_| {});
+    assert_eq!(run(&after, key, "cat k", 20).await.output, "kept\n");
+    assert!(cluster.calls.lock().unwrap().iter().any(|c| c.starts_with("DELETE") && c.ends_with(&names.pod)));
+    let pod = cluster.object("pods", &names.pod).unwrap();
+    assert!(pod["spec"]["containers"][0]["command"].as_array().unwrap().iter().any(|a| a == "--egress-tunnel"));
+}
+
 #[tokio::test]
 async fn an_idle_pod_is_deleted_and_recreated_with_its_workspace_and_a_failed_one_is_replaced() {
     let cluster = cluster();

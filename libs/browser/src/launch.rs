@@ -9,11 +9,10 @@ use hermes_sandbox::proto::StdioStart;
 /// The launch script. `$0` is the browser, `$1` its new profile directory, `$2` the profile's
 /// preferences, the rest its flags.
 ///
-/// The proxy: Docker (and local) sandboxes set `HTTP_PROXY` to sandboxd's egress relay
-/// (`hermes_sandbox::PROXY_ENV`), and the sandbox's own loopback is reached directly. A
-/// Kubernetes pod sets none (its NetworkPolicy governs egress, and nothing holds
-/// 127.0.0.1:3128 there, so any program could take that port), and the browser then goes
-/// direct, ignoring any other proxy variable too.
+/// The proxy: every backend's sandboxes set `HTTP_PROXY` to sandboxd's egress relay
+/// (`hermes_sandbox::PROXY_ENV`), and the sandbox's own loopback is reached directly. Without
+/// that variable (a sandbox image run some other way) the browser goes direct, ignoring any
+/// other proxy variable too: it never guesses a proxy.
 ///
 /// Trust: where the agent has bound secrets, the egress proxy answers their hosts with
 /// certificates from the installation's egress CA. Chromium reads no CA file or variable, so it
@@ -105,14 +104,13 @@ mod tests {
 
     #[test]
     fn the_browser_goes_out_through_the_sandboxs_own_proxy_and_never_guesses_one() {
-        // Docker: sandboxd's relay is the sandbox's HTTP_PROXY.
+        // sandboxd's relay is the sandbox's HTTP_PROXY.
         let (args, _) = launched(&[("HTTP_PROXY", "http://127.0.0.1:3128")]);
         assert_eq!(
             args[1..3],
             ["--proxy-server=http://127.0.0.1:3128", "--proxy-bypass-list=<-loopback>;localhost;127.0.0.1;[::1]"]
         );
-        // Kubernetes: the pod has no proxy (its NetworkPolicy governs egress), and whatever
-        // listens on 127.0.0.1:3128 there is not the browser's proxy.
+        // Without it, other proxy variables do not make one.
         let (args, _) = launched(&[("https_proxy", "http://127.0.0.1:3128"), ("all_proxy", "http://127.0.0.1:3128")]);
         assert!(!args.iter().any(|a| a.starts_with("--proxy-server")), "{args:?}");
         assert!(args.contains(&"--no-proxy-server".to_owned()), "{args:?}");

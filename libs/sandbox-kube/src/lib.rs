@@ -242,6 +242,10 @@ impl KubeSandboxes {
                     tracing::info!(pod = %names.pod, "the agent's sandbox settings changed; replacing its pod");
                     let _ = pods.delete(&names.pod, &DeleteParams::default()).await;
                 }
+                Some(pod) if !manifests::tunnels_egress(&pod) => {
+                    tracing::info!(pod = %names.pod, "sandbox pod from before the egress tunnel; replacing it");
+                    let _ = pods.delete(&names.pod, &DeleteParams::default()).await;
+                }
                 Some(pod) if tls::serves_tls(&pod) != cfg.kubernetes.tls => {
                     let tls = cfg.kubernetes.tls;
                     tracing::warn!(pod = %names.pod, tls, "sandbox pod serves another transport; replacing it");

@@ -186,6 +186,15 @@ fn with_spec_env(container: &mut Container, spec: &SandboxSpec) {
     }
 }
 
+/// Whether `pod`'s sandboxd hands its programs' egress to the worker (pods of releases before
+/// it went out through their NetworkPolicy, which is now closed: they are replaced).
+pub fn tunnels_egress(pod: &Pod) -> bool {
+    let sandbox = pod.spec.as_ref().and_then(|s| s.containers.first());
+    sandbox.and_then(|c| c.command.as_ref()).is_some_and(|command| command.iter().any(|a| a == EGRESS_TUNNEL_FLAG))
+}
+
+const EGRESS_TUNNEL_FLAG: &str = "--egress-tunnel";
+
 /// sandboxd's command line: where it listens, whom it runs programs as, and their default timeout.
 fn sandboxd_command(cfg: &KubernetesSandboxConfig, exec_timeout_secs: u64) -> Vec<String> {
     vec![
@@ -205,7 +214,7 @@ fn sandboxd_command(cfg: &KubernetesSandboxConfig, exec_timeout_secs: u64) -> Ve
         "--default-timeout".into(),
         exec_timeout_secs.to_string(),
         // Its proxy port hands connections to the worker (the pod cannot reach one).
-        "--egress-tunnel".into(),
+        EGRESS_TUNNEL_FLAG.into(),
     ]
 }
 
