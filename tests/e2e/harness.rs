@@ -154,6 +154,21 @@ impl TestEnv {
 
     /// [`start_with`](Self::start_with) on `backing`'s services.
     pub async fn start_backed(backing: &Backing, roles: Roles, tweak: impl FnOnce(&mut HermesConfig)) -> Self {
+        Self::start_full(backing, roles, None, tweak).await
+    }
+
+    /// [`start_with`](Self::start_with), the worker's sandboxes on `sandboxes` (another backend
+    /// than Docker, such as Kubernetes on the fake API) instead.
+    pub async fn start_on(sandboxes: Arc<dyn hermes_sandbox::Sandboxes>, tweak: impl FnOnce(&mut HermesConfig)) -> Self {
+        Self::start_full(&Backing::shared(), Roles::default(), Some(sandboxes), tweak).await
+    }
+
+    async fn start_full(
+        backing: &Backing,
+        roles: Roles,
+        sandboxes: Option<Arc<dyn hermes_sandbox::Sandboxes>>,
+        tweak: impl FnOnce(&mut HermesConfig),
+    ) -> Self {
         init_once();
         let name = unique("t");
         let db_name = format!("hermes_{name}");
@@ -234,13 +249,16 @@ impl TestEnv {
             let _ = hermes_http::serve(listener, api, token).await;
         }));
         if roles.worker {
-            let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&config.sandbox).await.unwrap();
+            let sandboxes = match sandboxes {
+                Some(sandboxes) => sandboxes,
+                None => Arc::new(hermes_sandbox::docker::DockerSandboxes::connect(&config.sandbox).await.unwrap()),
+            };
             let ctx = hermes_worker::WorkerContext {
                 config: shared.clone(),
                 store: store.clone(),
                 cache: cache.clone(),
                 broker: broker.clone(),
-                sandboxes: Arc::new(sandboxes),
+                sandboxes,
                 secrets: hermes_store::SecretBox::from_config(config.secrets.master_key.as_deref()).unwrap(),
                 http: hermes_llm::http_client(Duration::from_secs(5), Duration::from_secs(60), Default::default())
                     .unwrap(),

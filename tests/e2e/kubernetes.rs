@@ -4,7 +4,7 @@
 //! handling and the TCP (TLS by default) + token path to sandboxd are both exercised without a
 //! cluster.
 
-mod fake_api;
+pub(crate) mod fake_api;
 
 use std::path::Path;
 use std::process::Command;

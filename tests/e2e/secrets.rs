@@ -43,21 +43,36 @@ impl Setup {
 
     /// As [`Setup::start`], the configuration changed by `more` too.
     async fn start_with(more: impl FnOnce(&mut hermes_config::HermesConfig) + Send + 'static) -> Self {
+        Self::start_full(None, more).await
+    }
+
+    /// As [`Setup::start`], the worker's sandboxes on `sandboxes`.
+    async fn start_on(sandboxes: std::sync::Arc<dyn hermes_sandbox::Sandboxes>) -> Self {
+        Self::start_full(Some(sandboxes), |_| {}).await
+    }
+
+    async fn start_full(
+        sandboxes: Option<std::sync::Arc<dyn hermes_sandbox::Sandboxes>>,
+        more: impl FnOnce(&mut hermes_config::HermesConfig) + Send + 'static,
+    ) -> Self {
         // 127.0.0.2 stands in for the key's host (api.github.com), 127.0.0.3 for any other host.
         let github = TlsEchoHost::start("127.0.0.2", "127.0.0.2").await.unwrap();
         let elsewhere = TlsEchoHost::start("127.0.0.3", "127.0.0.3").await.unwrap();
         let trusted = std::env::temp_dir().join(format!("hermes-test-host-ca-{}.pem", uuid::Uuid::now_v7()));
         std::fs::write(&trusted, &github.ca_pem).unwrap();
         let (ports, ca_file) = (vec![github.addr.port(), elsewhere.addr.port()], trusted.display().to_string());
-        let env = TestEnv::start_with(Roles::default(), move |c| {
+        let tweak = move |c: &mut hermes_config::HermesConfig| {
             c.sandbox.egress_allow_cidrs = vec!["127.0.0.2/32".into(), "127.0.0.3/32".into()];
             c.sandbox.egress_ports = ports;
             // The proxy verifies the stand-in host against its test CA, as it would a real host
             // against the system's roots.
             c.sandbox.egress_trusted_ca_files = vec![ca_file];
             more(c);
-        })
-        .await;
+        };
+        let env = match sandboxes {
+            Some(sandboxes) => TestEnv::start_on(sandboxes, tweak).await,
+            None => TestEnv::start_with(Roles::default(), tweak).await,
+        };
         let (tenant, agent, key) = env.tenant("acme", "helper").await;
         env.store.turns().set_egress(tenant, agent.id, true).await.unwrap();
         // The commands read the environment, which would otherwise wait for a person's approval.
@@ -156,6 +171,38 @@ async fn a_bound_key_reaches_its_host_from_curl_while_the_sandbox_sees_only_a_pl
     // curl asked for HTTP/2 and got it from the proxy.
     assert_eq!(parts[7], "2", "{out}");
 
+    setup.stop().await;
+}
+
+/// On Kubernetes (the fake API, whose "pods" are sandboxds on this machine): the pod holds the
+/// placeholder and trusts the egress CA, and its curl reaches the key's host with the key,
+/// through sandboxd's port, the worker's `Egress` calls and the same proxy as Docker's.
+#[tokio::test]
+async fn on_kubernetes_a_bound_key_reaches_its_host_through_sandboxd_and_the_workers_proxy() {
+    let cluster = crate::kubernetes::fake_api::cluster();
+    let sandboxes = crate::kubernetes::fake_api::backend(&cluster, |_| {});
+    let setup = Setup::start_on(std::sync::Arc::new(sandboxes)).await;
+    setup.bind("GITHUB_TOKEN").await;
+    let Setup { env, github, elsewhere, key, .. } = &setup;
+    let command = format!(
+        "echo \"${{GITHUB_TOKEN%${{GITHUB_TOKEN#??????????????????????}}}}\"; echo ---; \
+         curl -sS https://127.0.0.2:{gh}/user -H \"Authorization: Bearer $GITHUB_TOKEN\" | tee answer \
+           | grep -c \"$GITHUB_TOKEN\"; grep -c {KEY} answer; echo ---; \
+         printf '%s' '{other_ca}' > other-ca.pem; curl -sS --cacert other-ca.pem https://127.0.0.3:{other}/user -H \"Authorization: Bearer $GITHUB_TOKEN\" \
+           -o /dev/null -w '%{{http_code}}'",
+        gh = github.addr.port(),
+        other = elsewhere.addr.port(),
+        other_ca = elsewhere.ca_pem.trim(),
+    );
+    let out = shell(env, key, &command).await;
+    let parts: Vec<&str> = out.split("---").map(str::trim).collect();
+    assert_eq!(parts.len(), 3, "{out}");
+    assert!(parts[0].starts_with("hermes_placeholder_") && parts[0].len() == 22, "{out}");
+    assert_eq!(github.seen()[0].authorization, format!("Bearer {KEY}"), "{out}");
+    assert_eq!(parts[1].split_whitespace().collect::<Vec<_>>(), ["1", "0"], "{out}");
+    assert_eq!(parts[2], "200", "{out}");
+    let sent_elsewhere = elsewhere.seen()[0].authorization.clone();
+    assert!(sent_elsewhere.starts_with("Bearer hermes_placeholder_") && !sent_elsewhere.contains(KEY));
     setup.stop().await;
 }
 

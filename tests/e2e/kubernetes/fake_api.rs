@@ -17,7 +17,7 @@ use hermes_sandbox_kube::KubeSandboxes;
 use crate::harness::{sandboxd_bin, unique};
 
 /// The fake API's state: objects by (resource, name), the calls it saw, and the "kubelet".
-pub(super) struct Cluster {
+pub(crate) struct Cluster {
     pub(super) objects: Mutex<HashMap<(String, String), Value>>,
     pub(super) calls: Mutex<Vec<String>>,
     pub(super) daemons: Mutex<HashMap<String, Child>>,
@@ -236,7 +236,7 @@ fn free_port() -> u16 {
 }
 
 /// A backend on the fake cluster.
-pub(super) fn backend(cluster: &Arc<Cluster>, tweak: impl FnOnce(&mut hermes_config::SandboxConfig)) -> KubeSandboxes {
+pub(crate) fn backend(cluster: &Arc<Cluster>, tweak: impl FnOnce(&mut hermes_config::SandboxConfig)) -> KubeSandboxes {
     let port = cluster.port;
     let cluster = cluster.clone();
     let service = tower::service_fn(move |req: http::Request<kube::client::Body>| {
@@ -264,7 +264,7 @@ pub(super) fn backend(cluster: &Arc<Cluster>, tweak: impl FnOnce(&mut hermes_con
     KubeSandboxes::with_client(client, &cfg)
 }
 
-pub(super) fn cluster() -> Arc<Cluster> {
+pub(crate) fn cluster() -> Arc<Cluster> {
     Arc::new(Cluster {
         objects: Mutex::default(),
         calls: Mutex::default(),
