@@ -159,7 +159,10 @@ impl TestEnv {
 
     /// [`start_with`](Self::start_with), the worker's sandboxes on `sandboxes` (another backend
     /// than Docker, such as Kubernetes on the fake API) instead.
-    pub async fn start_on(sandboxes: Arc<dyn hermes_sandbox::Sandboxes>, tweak: impl FnOnce(&mut HermesConfig)) -> Self {
+    pub async fn start_on(
+        sandboxes: Arc<dyn hermes_sandbox::Sandboxes>,
+        tweak: impl FnOnce(&mut HermesConfig),
+    ) -> Self {
         Self::start_full(&Backing::shared(), Roles::default(), Some(sandboxes), tweak).await
     }
 

@@ -174,7 +174,8 @@ fn sandbox_container(cfg: &KubernetesSandboxConfig, names: &Names, exec_timeout_
 /// which sandboxd writes into [`TRUST_DIR`] from its own environment (no worker can write
 /// into the pod).
 fn with_spec_env(container: &mut Container, spec: &SandboxSpec) {
-    let value = |(name, value): (&str, &str)| EnvVar { name: name.into(), value: Some(value.into()), ..Default::default() };
+    let value =
+        |(name, value): (&str, &str)| EnvVar { name: name.into(), value: Some(value.into()), ..Default::default() };
     let env = container.env.get_or_insert_default();
     env.extend(PROXY_ENV.into_iter().map(value));
     env.extend(spec.env.iter().map(|(name, v)| value((name, v))));

@@ -61,7 +61,11 @@ impl SandboxClient {
 
 /// Serves `key`'s egress through `client` with `handler` until the returned task is aborted
 /// (when the worker forgets the sandbox).
-pub fn serve(client: SandboxClient, key: SandboxKey, handler: std::sync::Arc<dyn EgressHandler>) -> tokio::task::JoinHandle<()> {
+pub fn serve(
+    client: SandboxClient,
+    key: SandboxKey,
+    handler: std::sync::Arc<dyn EgressHandler>,
+) -> tokio::task::JoinHandle<()> {
     hermes_telemetry::tasks::spawn("sandbox_egress_tunnel", async move {
         let waiting = (0..WAITING_CALLS).map(|_| {
             let (client, handler) = (client.clone(), handler.clone());
@@ -71,7 +75,10 @@ pub fn serve(client: SandboxClient, key: SandboxKey, handler: std::sync::Arc<dyn
                     match client.egress_accept().await {
                         Ok(connection) => {
                             backoff = Duration::from_millis(100);
-                            hermes_telemetry::tasks::spawn("sandbox_egress_connection", handler.serve(key, Box::new(connection)));
+                            hermes_telemetry::tasks::spawn(
+                                "sandbox_egress_connection",
+                                handler.serve(key, Box::new(connection)),
+                            );
                         }
                         Err(e) => {
                             tracing::debug!(error = %e, "the sandbox's egress tunnel is not answering");

@@ -11,12 +11,12 @@ use hermes_sandbox_proto::TOKEN_HEADER;
 use hermes_sandbox_proto::v1::sandbox_server::{Sandbox, SandboxServer};
 use hermes_sandbox_proto::v1::{
     CheckpointInfo, CheckpointList, CheckpointRequest, CodeInput, CodeOutput, EditFileRequest, EditResponse,
-    EgressInput, EgressOutput, ExecEvent,
-    ExecRequest, ListCheckpointsRequest, ListDirRequest, ListDirResponse, ListProcessesRequest, PollProcessRequest,
-    ProcessList, ProcessRef, ProcessStatus, PutFileRequest, PutFileResponse, ReadBytesRequest, ReadBytesResponse,
-    ReadFileRequest, ReadFileResponse, ReadFirstRequest, ReadFirstResponse, RestoreRequest, RestoreResponse,
-    SearchRequest, SearchResponse, StartProcessRequest, StatusRequest, StatusResponse, StdioInput, StdioOutput,
-    UnpackRequest, UnpackResponse, WaitProcessRequest, WriteFileRequest, WriteProcessRequest, edit_file_request,
+    EgressInput, EgressOutput, ExecEvent, ExecRequest, ListCheckpointsRequest, ListDirRequest, ListDirResponse,
+    ListProcessesRequest, PollProcessRequest, ProcessList, ProcessRef, ProcessStatus, PutFileRequest, PutFileResponse,
+    ReadBytesRequest, ReadBytesResponse, ReadFileRequest, ReadFileResponse, ReadFirstRequest, ReadFirstResponse,
+    RestoreRequest, RestoreResponse, SearchRequest, SearchResponse, StartProcessRequest, StatusRequest, StatusResponse,
+    StdioInput, StdioOutput, UnpackRequest, UnpackResponse, WaitProcessRequest, WriteFileRequest, WriteProcessRequest,
+    edit_file_request,
 };
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
@@ -49,7 +49,14 @@ impl Daemon {
         };
         let processes = Arc::new(Processes::load(&cfg.state_dir, &cfg.workspace));
         let checkpoints = Arc::new(Checkpoints::new(&cfg.workspace, &cfg.state_dir));
-        Self { cfg: Arc::new(cfg), paths, activity: Arc::new(Activity::default()), processes, checkpoints, tunnel: None }
+        Self {
+            cfg: Arc::new(cfg),
+            paths,
+            activity: Arc::new(Activity::default()),
+            processes,
+            checkpoints,
+            tunnel: None,
+        }
     }
 
     /// Hands the programs' egress connections to the worker's `Egress` calls.

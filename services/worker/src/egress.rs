@@ -410,7 +410,10 @@ mod tests {
     async fn tunnel(inner: &Arc<Inner>, key: SandboxKey, host: &str, port: u16) -> (tokio::io::DuplexStream, String) {
         let (mut client, server) = tokio::io::duplex(64 * 1024);
         let inner = inner.clone();
-        hermes_telemetry::tasks::spawn("worker_egress_connection", async move { inner.handle(key, Box::new(server)).await });
+        hermes_telemetry::tasks::spawn(
+            "worker_egress_connection",
+            async move { inner.handle(key, Box::new(server)).await },
+        );
         client
             .write_all(format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n").as_bytes())
             .await

@@ -59,7 +59,8 @@ impl Cluster {
         let proxy = format!("{ip}:{}", free_port());
         let trust_dir = format!("{}/{name}-ipc", self.root);
         std::fs::create_dir_all(&trust_dir).unwrap();
-        let in_pod = |value: &str| value.replace("127.0.0.1:3128", &proxy).replace(hermes_sandbox::spec::TRUST_DIR, &trust_dir);
+        let in_pod =
+            |value: &str| value.replace("127.0.0.1:3128", &proxy).replace(hermes_sandbox::spec::TRUST_DIR, &trust_dir);
         let objects = self.objects.lock().unwrap();
         let volumes = pod["spec"]["volumes"].as_array().unwrap();
         let container = &pod["spec"]["containers"][0];
@@ -84,7 +85,9 @@ impl Cluster {
         let flags: Vec<String> = ["--token-env", "--tls-cert-env", "--tls-key-env", "--trust-dir"]
             .iter()
             .filter(|flag| !(flag.starts_with("--tls") && self.plaintext.load(Ordering::SeqCst)))
-            .filter_map(|flag| Some([flag.to_string(), in_pod(command.get(command.iter().position(|a| a == flag)? + 1)?)]))
+            .filter_map(|flag| {
+                Some([flag.to_string(), in_pod(command.get(command.iter().position(|a| a == flag)? + 1)?)])
+            })
             .flatten()
             .collect();
         let tunnel = command.contains(&"--egress-tunnel").then_some(["--egress-tunnel", "--egress-listen", &proxy]);
