@@ -38,8 +38,8 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "deploy/dev"))  # t
 import helm_python as helm  # noqa: E402
 
 from checks_observability import check_observability, check_traces  # noqa: E402
-from checks_platform import (check_autoscaling, check_docker_backend, check_ingress, check_migrations,  # noqa: E402
-                             check_notes, check_rbac, check_sandbox_namespace, check_service_accounts,
+from checks_platform import (check_autoscaling, check_docker_backend, check_egress_trusted_cas, check_ingress,  # noqa: E402
+                             check_migrations, check_notes, check_rbac, check_sandbox_namespace, check_service_accounts,
                              check_service_monitor)
 from checks_workloads import (check_admin, check_config_env, check_env, check_images, check_labels_and_selectors,  # noqa: E402
                               check_pdbs, check_pod_security, check_probes_and_ports, check_resources, check_services,
@@ -51,6 +51,7 @@ from tally import Tally  # noqa: E402
 CHECKS = [check_schemas, check_labels_and_selectors, check_pod_security, check_probes_and_ports, check_services,
           check_resources, check_worker_drain, check_pdbs, check_topology_spread, check_env, check_config_env, check_images,
           check_migrations, check_service_accounts, check_rbac, check_sandbox_namespace, check_docker_backend,
+          check_egress_trusted_cas,
           check_autoscaling, check_ingress, check_service_monitor, check_observability, check_traces, check_notes,
           check_admin]
 

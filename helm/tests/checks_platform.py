@@ -9,6 +9,7 @@ ServiceMonitor and NOTES.txt.
 
 from __future__ import annotations
 
+import json
 import re
 
 from rendering import (EXPECTED_RULES, KUBE_LIB, KUBE_MANIFESTS, NAMESPACE, ROLES, Render, container, env_of,
@@ -188,6 +189,24 @@ def check_docker_backend(r: Render) -> None:
     if d.get("socketGroup") is not None:
         assert d["socketGroup"] in pod["securityContext"].get("supplementalGroups", []), "socket group"
     assert "HERMES__SANDBOX__KUBERNETES__NAMESPACE" not in env
+
+
+def check_egress_trusted_cas(r: Render) -> None:
+    """sandbox.egressTrustedCAs: its ConfigMap's keys, read-only in the workers alone, named to hermesd."""
+    ca = r.values["sandbox"].get("egressTrustedCAs", {})
+    for role in ROLES:
+        pod = r.deployment(role)["spec"]["template"]["spec"]
+        c, vols = container(pod), {v["name"]: v for v in pod["volumes"]}
+        files = env_of(c).get("HERMES__SANDBOX__EGRESS_TRUSTED_CA_FILES")
+        if role != "worker" or not ca.get("configMap"):
+            assert files is None and "egress-ca" not in vols, f"{role}: no egress CAs"
+            continue
+        source = vols["egress-ca"]["configMap"]
+        assert source["name"] == ca["configMap"] and [i["key"] for i in source["items"]] == ca["keys"], source
+        mount = next(m for m in c["volumeMounts"] if m["name"] == "egress-ca")
+        assert mount.get("readOnly") is True, "the CAs are read-only"
+        named = [f"{mount['mountPath']}/{key}" for key in ca["keys"]]
+        assert json.loads(files["value"]) == named, files
 
 
 def check_autoscaling(r: Render) -> None:

@@ -16,7 +16,7 @@ from typing import Callable
 import helm_python as helm
 
 from checks_observability import check_observability, check_traces
-from checks_platform import (check_autoscaling, check_ingress, check_migrations, check_rbac, check_sandbox_namespace,
+from checks_platform import (check_autoscaling, check_egress_trusted_cas, check_ingress, check_migrations, check_rbac, check_sandbox_namespace,
                              check_service_accounts)
 from checks_workloads import (check_admin, check_config_env, check_env, check_images, check_labels_and_selectors, check_pdbs,
                               check_pod_security, check_probes_and_ports, check_worker_drain)
@@ -65,6 +65,11 @@ def _first(docs, kind):
 
 
 BREAKAGES = [  # (description, scenario, check, mutation of the docs)
+    ("the egress CAs mounted writable", "egress-ca", check_egress_trusted_cas,
+     lambda docs: next(m for m in container(pod_of(docs, "worker"))["volumeMounts"] if m["name"] == "egress-ca")
+     .update(readOnly=False)),
+    ("the egress CAs not named to hermesd", "egress-ca", check_egress_trusted_cas,
+     lambda docs: _env(container(pod_of(docs, "worker")), "HERMES__SANDBOX__EGRESS_TRUSTED_CA_FILES").update(value="[]")),
     ("the OIDC client secret as a plain value", "ingress", check_admin,
      lambda docs: _env(container(pod_of(docs, "api")), "HERMES__ADMIN__OIDC__CLIENT_SECRET").update(value="s3cret")),
     ("the console's address on the worker", "ingress", check_admin,

@@ -61,6 +61,7 @@ SCENARIOS = [
     ("hooks-off", [V / "default.yaml", V / "hooks-off.yaml"]),
     ("observability", [V / "default.yaml", V / "observability.yaml"]),
     ("tracing", [V / "default.yaml", V / "tracing.yaml"]),
+    ("egress-ca", [V / "default.yaml", V / "egress-ca.yaml"]),
 ]
 
 

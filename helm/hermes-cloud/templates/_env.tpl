@@ -10,7 +10,7 @@ the migration hook can run before anything of the release exists.
   "HERMES__HTTP__BIND" "HERMES__OPS__BIND" "HERMES__GATEWAY__BIND" "HERMES__GATEWAY__PUBLIC_URL"
   "HERMES__DATABASE__URL" "HERMES__DATABASE__MIGRATE_ON_START" "HERMES__REDIS__URL"
   "HERMES__RABBITMQ__URL" "HERMES__SECRETS__MASTER_KEY" "HERMES__WORKER__DRAIN_SECONDS"
-  "HERMES__SANDBOX__BACKEND" "HERMES__SANDBOX__KUBERNETES__NAMESPACE" "HERMES__SANDBOX__KUBERNETES__WORKER_NAMESPACE"
+  "HERMES__SANDBOX__BACKEND" "HERMES__SANDBOX__EGRESS_TRUSTED_CA_FILES" "HERMES__SANDBOX__KUBERNETES__NAMESPACE" "HERMES__SANDBOX__KUBERNETES__WORKER_NAMESPACE"
   "HERMES__SANDBOX__KUBERNETES__IMAGE" "HERMES__SANDBOX__KUBERNETES__PORT"
   "HERMES__SANDBOX__KUBERNETES__RUNTIME_CLASS" "HERMES__SANDBOX__KUBERNETES__STORAGE_CLASS"
   "HERMES__SANDBOX__KUBERNETES__WORKSPACE_GB" "HERMES__SANDBOX__DOCKER__SOCKET"
@@ -129,6 +129,13 @@ only for variables defined before it in the list.
 {{- include "hermes.telemetryEnv" $root }}
 {{- end -}}
 
+{{/* Where the workers find sandbox.egressTrustedCAs' files, as a JSON list. */}}
+{{- define "hermes.egressCaFiles" -}}
+{{- $files := list -}}
+{{- range .keys }}{{ $files = append $files (printf "/etc/hermes/egress-ca/%s" .) }}{{ end -}}
+{{- toJson $files -}}
+{{- end -}}
+
 {{/* The role's own variables. */}}
 {{- define "hermes.roleEnv" -}}
 {{- $root := .root -}}
@@ -146,6 +153,13 @@ only for variables defined before it in the list.
   value: {{ $v.drainSeconds | int | quote }}
 - name: HERMES__SANDBOX__BACKEND
   value: {{ $root.Values.sandbox.backend | quote }}
+{{- with $root.Values.sandbox.egressTrustedCAs }}
+{{- if .configMap }}
+# The private CAs of secrets' hosts, mounted from their ConfigMap (_pod.tpl).
+- name: HERMES__SANDBOX__EGRESS_TRUSTED_CA_FILES
+  value: {{ include "hermes.egressCaFiles" . | quote }}
+{{- end }}
+{{- end }}
 {{- if eq $root.Values.sandbox.backend "kubernetes" }}
 {{- $k := $root.Values.sandbox.kubernetes }}
 - name: HERMES__SANDBOX__KUBERNETES__NAMESPACE

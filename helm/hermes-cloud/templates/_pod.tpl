@@ -79,6 +79,7 @@ readinessProbe:
 {{- $root := .root -}}
 {{- $v := index $root.Values .role -}}
 {{- $docker := and (eq .role "worker") (eq $root.Values.sandbox.backend "docker") -}}
+{{- $egressCa := and (eq .role "worker") $root.Values.sandbox.egressTrustedCAs.configMap $root.Values.sandbox.egressTrustedCAs -}}
 serviceAccountName: {{ include "hermes.serviceAccountName" . }}
 # Only a worker that starts sandbox pods talks to the Kubernetes API.
 automountServiceAccountToken: {{ and (eq .role "worker") (eq (include "hermes.kubeSandboxes" $root) "true") }}
@@ -140,11 +141,25 @@ containers:
       {{- if $docker }}
       {{- include "hermes.dockerMounts" $root | nindent 6 }}
       {{- end }}
+      {{- if $egressCa }}
+      - name: egress-ca
+        mountPath: /etc/hermes/egress-ca
+        readOnly: true
+      {{- end }}
 volumes:
   - name: tmp
     emptyDir:
       sizeLimit: {{ $root.Values.tmpSizeLimit }}
   {{- if $docker }}
   {{- include "hermes.dockerVolumes" $root | nindent 2 }}
+  {{- end }}
+  {{- if $egressCa }}
+  - name: egress-ca
+    configMap:
+      name: {{ $egressCa.configMap | quote }}
+      items:
+        {{- range $egressCa.keys }}
+        - {key: {{ . | quote }}, path: {{ . | quote }}}
+        {{- end }}
   {{- end }}
 {{- end -}}

@@ -10,6 +10,10 @@ values to change.
 {{- fail (printf "%s.autoscaling.minReplicas (%d) is above maxReplicas (%d)" $role (int $a.minReplicas) (int $a.maxReplicas)) }}
 {{- end }}
 {{- end }}
+{{- $ca := .Values.sandbox.egressTrustedCAs }}
+{{- if and $ca.configMap (not $ca.keys) }}
+{{- fail (printf "sandbox.egressTrustedCAs.keys must name the PEM files of ConfigMap %s to trust" $ca.configMap) }}
+{{- end }}
 {{- $o := .Values.telemetry.otlp }}
 {{- $ratio := has $o.sampler (list "traceidratio" "parentbased_traceidratio") }}
 {{- if and $ratio (eq (toString $o.samplerArg) "") }}
