@@ -217,11 +217,7 @@ fn crate_dependencies_point_the_way_the_design_says() {
     // The Kubernetes backend builds on the sandbox adapter's client and trait, and no more (its
     // pods' egress goes through the worker's proxy: no address list of its own).
     let kube: Vec<_> = g.workspace_deps("hermes-sandbox-kube").into_iter().collect();
-    assert_eq!(
-        kube,
-        ["hermes-config", "hermes-core", "hermes-sandbox"],
-        "hermes-sandbox-kube's dependencies"
-    );
+    assert_eq!(kube, ["hermes-config", "hermes-core", "hermes-sandbox"], "hermes-sandbox-kube's dependencies");
     // sandboxd runs inside every sandbox: it knows the protocol and, to put its spans in the
     // worker's traces, telemetry (with the config type it takes), and nothing else of ours.
     // (reqwest comes with telemetry's OTLP/HTTP exporter; sandboxd exports over a unix socket.)
