@@ -4,16 +4,14 @@
 //! handling and the TCP (TLS by default) + token path to sandboxd are both exercised without a
 //! cluster.
 
+mod egress;
 pub(crate) mod fake_api;
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use hermes_sandbox::{SandboxKey, Sandboxes};
 
@@ -235,79 +233,6 @@ fn chart_role_rules() -> std::collections::BTreeSet<(String, String)> {
         }
     }
     rules
-}
-
-/// The worker's egress proxy as these tests need it: answers every request with the sandbox
-/// it came from and the request line it got.
-struct Answering;
-
-impl hermes_sandbox::EgressHandler for Answering {
-    fn serve(&self, key: SandboxKey, mut stream: hermes_sandbox::EgressConnection) -> BoxFuture<'static, ()> {
-        Box::pin(async move {
-            let mut head = Vec::new();
-            while !head.ends_with(b"\r\n\r\n") {
-                let mut byte = [0u8; 1];
-                if stream.read(&mut byte).await.unwrap_or(0) == 0 {
-                    return;
-                }
-                head.push(byte[0]);
-            }
-            let line = String::from_utf8_lossy(&head).lines().next().unwrap_or_default().to_owned();
-            let body = format!("{} {} {line}\n", key.tenant, key.agent);
-            let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-            let _ = stream.write_all(reply.as_bytes()).await;
-            let _ = stream.shutdown().await;
-        })
-    }
-}
-
-/// Every sandbox gets this spec: one placeholder and the egress CA, as for an agent with a
-/// bound secret.
-struct WithSecret(hermes_sandbox::SandboxSpec);
-
-impl hermes_sandbox::SpecSource for WithSecret {
-    fn spec(&self, _: SandboxKey) -> BoxFuture<'static, hermes_sandbox::SandboxSpec> {
-        let spec = self.0.clone();
-        Box::pin(async move { spec })
-    }
-}
-
-/// Issue 39 on Kubernetes: a pod cannot reach its worker, and its NetworkPolicy lets nothing
-/// out, yet its programs' proxy (sandboxd's port on the pod's loopback) hands each connection
-/// to the worker's egress proxy over the worker's own connection to the daemon, tagged with
-/// the sandbox it came from; the pod carries its agent's placeholders and trusts the egress CA.
-#[tokio::test]
-async fn a_pods_programs_reach_the_workers_egress_proxy_through_sandboxd_and_nothing_else() {
-    let cluster = cluster();
-    let sandboxes = backend(&cluster, |_| {});
-    sandboxes.set_egress(Arc::new(Answering));
-    let ca = "-----BEGIN CERTIFICATE-----\nTHE-EGRESS-CA\n-----END CERTIFICATE-----\n";
-    let spec = hermes_sandbox::SandboxSpec {
-        env: [("GITHUB_TOKEN".to_owned(), "hermes_placeholder_0123".to_owned())].into(),
-        trust: Some(hermes_sandbox::Trust { pem: ca.into(), spki_sha256: "cGlu".into() }),
-        ..Default::default()
-    };
-    sandboxes.set_specs(Arc::new(WithSecret(spec)));
-    let key = new_key();
-    let out = run(&sandboxes, key, "curl -sS http://example.invalid/a?b=1", 30).await;
-    let from = format!("{} {}", key.tenant, key.agent);
-    assert_eq!(out.output, format!("{from} GET http://example.invalid/a?b=1 HTTP/1.1\n"), "{out:?}");
-
-    // More connections at once than the calls a worker keeps waiting.
-    let many = "for i in $(seq 12); do curl -sS http://example.invalid/$i & done; wait";
-    let out = run(&sandboxes, key, many, 60).await;
-    assert_eq!(out.output.lines().filter(|l| l.starts_with(&from)).count(), 12, "{out:?}");
-
-    // The agent's placeholder and trust; sandboxd keeps the trust's variables to itself.
-    let env = run(&sandboxes, key, "env", 20).await.output;
-    assert!(env.contains("GITHUB_TOKEN=hermes_placeholder_0123"), "{env}");
-    assert!(!env.contains("HERMES_SANDBOX_TRUST"), "{env}");
-    let bundle = env.lines().find_map(|l| l.strip_prefix("SSL_CERT_FILE=")).unwrap().to_owned();
-    let trusted = run(&sandboxes, key, &format!("cat {bundle}"), 20).await.output;
-    assert!(trusted.ends_with(ca), "{trusted}");
-    let names = sandboxes.names(key);
-    let policy = cluster.object("networkpolicies", &names.pod).unwrap();
-    assert_eq!(policy["spec"]["egress"], json!([]), "nothing leaves the pod but through sandboxd");
 }
 
 #[test]

@@ -53,7 +53,8 @@ struct Inner {
     client: Client,
     namespace: String,
     cfg: SandboxConfig,
-    clients: StdMutex<HashMap<String, SandboxClient>>,
+    /// Each pod's client and where it answers.
+    clients: StdMutex<HashMap<String, (SandboxClient, Address)>>,
     start: Mutex<()>,
     egress: StdMutex<Option<Arc<dyn EgressHandler>>>,
     /// The egress tunnel this worker serves for each pod it holds a client for.
@@ -122,7 +123,7 @@ impl KubeSandboxes {
     }
 
     fn cached(&self, pod: &str) -> Option<SandboxClient> {
-        self.inner.clients.lock().ok()?.get(pod).cloned()
+        self.inner.clients.lock().ok()?.get(pod).map(|(client, _)| client.clone())
     }
 
     fn forget(&self, pod: &str) {
@@ -290,21 +291,35 @@ impl KubeSandboxes {
         let address = self.address(key, names, ip).await?;
         let client = SandboxClient::connect_within(&address, wait).await?;
         if let Ok(mut clients) = self.inner.clients.lock() {
-            clients.insert(names.pod.clone(), client.clone());
+            clients.insert(names.pod.clone(), (client.clone(), address));
         }
-        self.serve_egress(key, names, &client);
         Ok(client)
     }
 
-    /// Serves the pod's egress tunnel through `client` unless this worker already does.
-    fn serve_egress(&self, key: SandboxKey, names: &Names, client: &SandboxClient) {
+    /// Serves the pod's egress tunnel, on a connection of its own, unless this worker already
+    /// does. Only workers that open the sandbox serve it (not every worker's reaper), so the
+    /// proxy's per-sandbox limits multiply by those few.
+    async fn serve_egress(&self, key: SandboxKey, names: &Names) {
         let Some(handler) = self.inner.egress.lock().ok().and_then(|h| h.clone()) else { return };
-        let Ok(mut tunnels) = self.inner.tunnels.lock() else { return };
-        if tunnels.get(&names.pod).is_some_and(|task| !task.is_finished()) {
+        if self.inner.tunnels.lock().is_ok_and(|t| t.get(&names.pod).is_some_and(|task| !task.is_finished())) {
             return;
         }
-        let task = hermes_sandbox::egress_tunnel::serve(client.clone(), key, handler);
-        if let Some(old) = tunnels.insert(names.pod.clone(), task) {
+        let Some(address) = self.inner.clients.lock().ok().and_then(|c| c.get(&names.pod).map(|(_, a)| a.clone()))
+        else {
+            return;
+        };
+        let client = match SandboxClient::connect_for_egress(&address).await {
+            Ok(client) => client,
+            Err(e) => {
+                tracing::warn!(pod = %names.pod, error = %e, "cannot open the sandbox's egress tunnel");
+                return;
+            }
+        };
+        let max_open = self.inner.cfg.egress_max_connections;
+        let task = hermes_sandbox::egress_tunnel::serve(client, key, handler, max_open);
+        if let Ok(mut tunnels) = self.inner.tunnels.lock()
+            && let Some(old) = tunnels.insert(names.pod.clone(), task)
+        {
             old.abort();
         }
     }
@@ -327,10 +342,10 @@ impl KubeSandboxes {
             };
             let ip = pod.status.and_then(|s| s.pod_ip).unwrap_or_default();
             let answer = match (key, self.cached(&name)) {
-                (_, Some(client)) => client.status().await.ok(),
+                (_, Some(client)) => status_within(&client).await,
                 (Some(key), None) if !ip.is_empty() => {
                     match self.connect_pod(key, &self.names(key), &ip, Duration::from_secs(2)).await {
-                        Ok(client) => client.status().await.ok(),
+                        Ok(client) => status_within(&client).await,
                         Err(_) => None,
                     }
                 }
@@ -363,6 +378,12 @@ impl KubeSandboxes {
     }
 }
 
+/// The daemon's status, unless it takes longer than a daemon that works would (a hung one
+/// must not hold up the reaper's pass over every other pod).
+async fn status_within(client: &SandboxClient) -> Option<hermes_sandbox::proto::StatusResponse> {
+    tokio::time::timeout(Duration::from_secs(10), client.status()).await.ok()?.ok()
+}
+
 fn parse_key(tenant: &str, agent: &str, workspace: Option<&str>) -> Option<SandboxKey> {
     let tenant = tenant.parse::<uuid::Uuid>().ok()?;
     let agent = agent.parse::<uuid::Uuid>().ok()?;
@@ -383,10 +404,12 @@ impl Sandboxes for KubeSandboxes {
                 self.forget(&names.pod);
             }
             if let Some(client) = self.cached(&names.pod) {
+                self.serve_egress(key, &names).await;
                 return Ok(client);
             }
             let _guard = self.inner.start.lock().await;
             if let Some(client) = self.cached(&names.pod) {
+                self.serve_egress(key, &names).await;
                 return Ok(client);
             }
             let ip = self.ensure_pod(key, &names, &spec).await?;
@@ -396,7 +419,9 @@ impl Sandboxes for KubeSandboxes {
             // A pod another worker, or an older release, started.
             self.ensure_policy(key, &names).await?;
             let wait = Duration::from_secs(self.inner.cfg.kubernetes.start_timeout_seconds.min(60));
-            self.connect_pod(key, &names, &ip, wait).await
+            let client = self.connect_pod(key, &names, &ip, wait).await?;
+            self.serve_egress(key, &names).await;
+            Ok(client)
         })
     }
 
@@ -404,13 +429,18 @@ impl Sandboxes for KubeSandboxes {
         Box::pin(async move {
             let names = self.names(key);
             if let Some(client) = self.cached(&names.pod) {
+                self.serve_egress(key, &names).await;
                 return Ok(Some(client));
             }
             let Some(pod) = self.api::<Pod>().get_opt(&names.pod).await.map_err(api_err)? else { return Ok(None) };
             let status = pod.status.unwrap_or_default();
             match (status.phase.as_deref(), status.pod_ip) {
                 (Some("Running"), Some(ip)) if !ip.is_empty() => {
-                    Ok(self.connect_pod(key, &names, &ip, Duration::from_secs(2)).await.ok())
+                    let client = self.connect_pod(key, &names, &ip, Duration::from_secs(2)).await.ok();
+                    if client.is_some() {
+                        self.serve_egress(key, &names).await;
+                    }
+                    Ok(client)
                 }
                 _ => Ok(None),
             }

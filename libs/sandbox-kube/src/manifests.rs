@@ -172,7 +172,7 @@ fn sandbox_container(cfg: &KubernetesSandboxConfig, names: &Names, exec_timeout_
 
 /// The egress variables every sandbox has, and `spec`'s: its placeholders, and its trust,
 /// which sandboxd writes into [`TRUST_DIR`] from its own environment (no worker can write
-/// into the pod).
+/// into the pod). sandboxd closes that directory to programs in every pod.
 fn with_spec_env(container: &mut Container, spec: &SandboxSpec) {
     let value =
         |(name, value): (&str, &str)| EnvVar { name: name.into(), value: Some(value.into()), ..Default::default() };
@@ -183,8 +183,8 @@ fn with_spec_env(container: &mut Container, spec: &SandboxSpec) {
         env.extend(TRUST_ENV.into_iter().map(value));
         let [pem, spki] = TRUST_VARIABLES;
         env.extend([value((pem, &trust.pem)), value((spki, &trust.spki_sha256))]);
-        container.command.get_or_insert_default().extend(["--trust-dir".to_owned(), TRUST_DIR.to_owned()]);
     }
+    container.command.get_or_insert_default().extend(["--trust-dir".to_owned(), TRUST_DIR.to_owned()]);
 }
 
 /// Whether `pod`'s sandboxd hands its programs' egress to the worker (pods of releases before

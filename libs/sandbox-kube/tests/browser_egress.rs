@@ -40,7 +40,8 @@ fn a_kubernetes_sandbox_goes_out_only_through_sandboxd_with_its_agents_placehold
         assert_eq!(env.contains(&("GITHUB_TOKEN", "hermes_placeholder_0123")), trusted, "{env:?}");
         assert_eq!(TRUST_ENV.iter().all(|pair| env.contains(pair)), trusted, "{env:?}");
         assert_eq!(env.contains(&(TRUST_VARIABLES[0], "<the egress CA>")), trusted, "{env:?}");
-        assert_eq!(command.windows(2).any(|w| w == ["--trust-dir", TRUST_DIR]), trusted, "{command:?}");
+        // sandboxd closes the directory to programs either way (no pin can be planted there).
+        assert!(command.windows(2).any(|w| w == ["--trust-dir", TRUST_DIR]), "{command:?}");
         let mounts = container["volumeMounts"].as_array().unwrap();
         assert!(mounts.iter().any(|m| m["mountPath"] == TRUST_DIR), "{mounts:?}");
     }

@@ -148,12 +148,30 @@ fn unavailable_with_cause(e: &tonic::transport::Error) -> SandboxError {
 impl SandboxClient {
     /// Connects to a daemon (once; the caller retries while a sandbox starts).
     pub async fn connect(address: &Address) -> Result<Self> {
+        Self::connect_tuned(address, |endpoint| endpoint).await
+    }
+
+    /// A connection of its own for the sandbox's egress tunnel (see `egress_tunnel`): a program
+    /// that stops reading then stalls only its own stream's window, never the calls of the
+    /// tools, and a worker that vanished is noticed by keepalive.
+    pub async fn connect_for_egress(address: &Address) -> Result<Self> {
+        Self::connect_tuned(address, |endpoint| {
+            endpoint
+                .initial_stream_window_size(256 * 1024)
+                .initial_connection_window_size(4 * 1024 * 1024)
+                .http2_keep_alive_interval(Duration::from_secs(30))
+                .keep_alive_timeout(Duration::from_secs(10))
+        })
+        .await
+    }
+
+    async fn connect_tuned(address: &Address, tune: fn(Endpoint) -> Endpoint) -> Result<Self> {
         let unavailable = |e: tonic::transport::Error| SandboxError::Unavailable(format!("cannot reach sandboxd: {e}"));
         let (channel, token) = match address {
             Address::Unix(path) => {
                 let path = path.clone();
                 let channel =
-                    Endpoint::from_static("http://sandboxd.local")
+                    tune(Endpoint::from_static("http://sandboxd.local"))
                         .connect_timeout(Duration::from_secs(5))
                         .connect_with_connector(tower::service_fn(move |_: Uri| {
                             let path = path.clone();
@@ -172,6 +190,7 @@ impl SandboxClient {
                 if let Some(pinned) = tls {
                     endpoint = pinned_tls(endpoint, pinned)?;
                 }
+                endpoint = tune(endpoint);
                 let token = AsciiMetadataValue::try_from(token.as_str())
                     .map_err(|_| SandboxError::Backend("the sandbox token is not ASCII".into()))?;
                 (endpoint.connect().await.map_err(|e| unavailable_with_cause(&e))?, Some(token))

@@ -54,8 +54,8 @@ struct Args {
     #[arg(long, default_value = "127.0.0.1:3128")]
     egress_listen: std::net::SocketAddr,
     /// Write the certificate in `HERMES_SANDBOX_TRUST_PEM` (and its pin in
-    /// `HERMES_SANDBOX_TRUST_SPKI`) as the trust files programs are pointed at, into this
-    /// directory (where the worker cannot write them itself: a Kubernetes pod).
+    /// `HERMES_SANDBOX_TRUST_SPKI`), when given, as the trust files programs are pointed at,
+    /// into this directory, and close it to programs (a Kubernetes pod: no worker can write there).
     #[arg(long)]
     trust_dir: Option<PathBuf>,
     /// The worker's OTLP relay (a unix socket): sandboxd's spans go there, in the trace of the
@@ -138,15 +138,17 @@ fn read_token(args: &Args) -> anyhow::Result<Option<String>> {
     Ok(Some(token))
 }
 
-/// Writes the trust files from sandboxd's environment into `dir`, as root, and leaves the
-/// directory root's: programs read the files and cannot change which certificate they name.
+/// Writes the trust files from sandboxd's environment into `dir`, if it gives them, as root,
+/// and leaves the directory root's either way: programs read the files and can neither change
+/// nor plant the certificate or the pin they name.
 fn write_trust(dir: &std::path::Path) -> anyhow::Result<()> {
     let [pem, spki] = trust::TRUST_VARIABLES.map(|name| std::env::var(name).ok());
-    let (Some(pem), Some(spki_sha256)) = (pem, spki) else {
-        bail!("--trust-dir needs {} and {}", trust::TRUST_VARIABLES[0], trust::TRUST_VARIABLES[1])
-    };
-    trust::write_trust(dir, &trust::Trust { pem, spki_sha256 })
-        .with_context(|| format!("cannot write the trust files into {}", dir.display()))?;
+    match (pem, spki) {
+        (Some(pem), Some(spki_sha256)) => trust::write_trust(dir, &trust::Trust { pem, spki_sha256 })
+            .with_context(|| format!("cannot write the trust files into {}", dir.display()))?,
+        (None, None) => trust::remove_trust(dir),
+        _ => bail!("{} and {} come together", trust::TRUST_VARIABLES[0], trust::TRUST_VARIABLES[1]),
+    }
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
         .with_context(|| format!("cannot close {} to programs", dir.display()))
@@ -194,6 +196,9 @@ async fn serve(args: Args, token: Option<String>, tls: Option<TlsIdentity>) -> a
     if let Some(listener) = listener {
         if tls.is_some() {
             bail!("--tls-cert-env and --tls-key-env are for a tcp listener");
+        }
+        if tunnel.is_some() {
+            bail!("--egress-tunnel is for a tcp listener (a unix socket's sandbox uses --egress-socket)");
         }
         let sandbox_uids = args.run_as.iter().chain(&args.mcp_as).map(|r| r.uid).collect();
         serve_unix(Daemon::new(cfg), listener, sandbox_uids, shutdown).await

@@ -20,6 +20,9 @@ use tonic::{Status, Streaming};
 
 /// How long a program's connection waits for a worker to take it before it is told none is there.
 const WAIT_FOR_WORKER: Duration = Duration::from_secs(30);
+/// The pause after a failed accept (out of descriptors): the listener is kept, never dropped,
+/// so no program can take its port.
+const ACCEPT_RETRY: Duration = Duration::from_millis(200);
 /// Connections waiting for a worker at most; more are refused at once.
 const MAX_WAITING: usize = 256;
 /// The bytes one `EgressOutput` carries at most.
@@ -30,13 +33,26 @@ pub async fn run(listen: SocketAddr, to: PathBuf) -> std::io::Result<()> {
     let listener = TcpListener::bind(listen).await?;
     tracing::info!(%listen, to = %to.display(), "egress relay listening");
     loop {
-        let (client, _) = listener.accept().await?;
+        let client = accept(&listener).await;
         let to = to.clone();
         hermes_telemetry::tasks::spawn("sandboxd_relay", async move {
             if let Err(e) = relay(client, &to).await {
                 tracing::debug!(error = %e, "egress relay connection ended");
             }
         });
+    }
+}
+
+/// The next connection on `listener`, however long accepting fails.
+async fn accept(listener: &TcpListener) -> TcpStream {
+    loop {
+        match listener.accept().await {
+            Ok((client, _)) => return client,
+            Err(e) => {
+                tracing::warn!(error = %e, "the egress port cannot accept a connection now");
+                tokio::time::sleep(ACCEPT_RETRY).await;
+            }
+        }
     }
 }
 
@@ -74,14 +90,14 @@ impl Tunnel {
         let (queue, waiting) = mpsc::channel(MAX_WAITING);
         let tunnel = Arc::new(Self { waiting: tokio::sync::Mutex::new(waiting), requeue: queue.clone() });
         hermes_telemetry::tasks::spawn("sandboxd_tunnel_accept", async move {
-            while let Ok((client, _)) = listener.accept().await {
-                queue_connection(&queue, client).await;
+            loop {
+                queue_connection(&queue, accept(&listener).await).await;
             }
         });
         Ok(tunnel)
     }
 
-    /// The next connection no worker took yet; `None` once the listener is gone.
+    /// The next connection no worker took yet (the queue never closes: this holds a sender).
     async fn next(&self) -> Option<TcpStream> {
         let mut waiting = self.waiting.lock().await;
         loop {
@@ -93,21 +109,24 @@ impl Tunnel {
         }
     }
 
-    /// Serves one `Egress` call: waits for a connection (or the worker's hanging up), then
-    /// carries it until both sides stopped.
-    pub async fn serve(&self, input: Streaming<EgressInput>, tx: mpsc::Sender<Result<EgressOutput, Status>>) {
+    /// Serves one `Egress` call: waits for a connection (or the worker's hanging up), offers
+    /// it, and once the worker took it (its first, empty, input) carries it. A connection whose
+    /// call died before that goes back to the queue, untouched.
+    pub async fn serve(&self, mut input: Streaming<EgressInput>, tx: mpsc::Sender<Result<EgressOutput, Status>>) {
         let client = tokio::select! {
             client = self.next() => client,
             () = tx.closed() => return,
         };
         let Some(client) = client else { return };
         let opened = EgressOutput { output: Some(egress_output::Output::Opened(EgressOpened {})) };
-        if tx.send(Ok(opened)).await.is_err() {
-            // The worker hung up just now: another call takes the connection.
-            let _ = self.requeue.try_send(Arc::new(Mutex::new(Some(client))));
-            return;
+        let taken = match tx.send(Ok(opened)).await {
+            Ok(()) => tokio::time::timeout(WAIT_FOR_WORKER, input.message()).await,
+            Err(_) => Ok(Ok(None)),
+        };
+        match taken {
+            Ok(Ok(Some(_))) => carry(client, input, tx).await,
+            _ => queue_connection(&self.requeue, client).await,
         }
-        carry(client, input, tx).await;
     }
 }
 
@@ -129,8 +148,9 @@ async fn queue_connection(queue: &mpsc::Sender<Waiting>, client: TcpStream) {
     });
 }
 
-/// Carries `client`'s bytes up as `EgressOutput`s and the worker's `EgressInput`s down, each
-/// way until its sender stops; then the call ends.
+/// Carries `client`'s bytes up as `EgressOutput`s and the worker's `EgressInput`s down. The
+/// call ends when the worker's input does (its proxy is done with the connection, and nothing
+/// of the worker's waits on a program that keeps it open), or when the worker hangs up.
 async fn carry(client: TcpStream, mut input: Streaming<EgressInput>, tx: mpsc::Sender<Result<EgressOutput, Status>>) {
     let (mut from_program, mut to_program) = client.into_split();
     let up = async {
@@ -159,5 +179,13 @@ async fn carry(client: TcpStream, mut input: Streaming<EgressInput>, tx: mpsc::S
         }
         let _ = to_program.shutdown().await;
     };
-    tokio::join!(up, down);
+    // `up` alone ending (the program stopped sending) leaves the answer still to come.
+    let up_then_wait = async {
+        up.await;
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        () = down => {}
+        () = up_then_wait => {}
+    }
 }

@@ -344,7 +344,11 @@ pub async fn serve_tcp(
     tls: Option<TlsIdentity>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let mut server = tonic::transport::Server::builder();
+    // Keepalive: the waiting `Egress` calls of a worker that vanished end, and their queue
+    // moves on to another worker's.
+    let mut server = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(10)));
     if let Some(tls) = tls {
         let identity = tonic::transport::Identity::from_pem(tls.cert_pem, tls.key_pem);
         let config = tonic::transport::ServerTlsConfig::new().identity(identity).timeout(TLS_HANDSHAKE);
