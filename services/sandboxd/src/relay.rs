@@ -47,7 +47,11 @@ pub async fn run(listen: SocketAddr, to: PathBuf) -> std::io::Result<()> {
 async fn accept(listener: &TcpListener) -> TcpStream {
     loop {
         match listener.accept().await {
-            Ok((client, _)) => return client,
+            Ok((client, _)) => {
+                // Requests are small writes; each must not wait for an ACK (Nagle's algorithm).
+                let _ = client.set_nodelay(true);
+                return client;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "the egress port cannot accept a connection now");
                 tokio::time::sleep(ACCEPT_RETRY).await;
@@ -187,5 +191,15 @@ async fn carry(client: TcpStream, mut input: Streaming<EgressInput>, tx: mpsc::S
     tokio::select! {
         () = down => {}
         () = up_then_wait => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test]
+    async fn a_programs_connection_sends_small_writes_without_waiting() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _program = tokio::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        assert!(super::accept(&listener).await.nodelay().unwrap(), "Nagle's algorithm is off");
     }
 }

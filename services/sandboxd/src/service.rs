@@ -368,9 +368,25 @@ pub async fn serve_tcp(
     server
         .trace_fn(rpc_span)
         .add_service(service)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(without_delay(listener), shutdown)
         .await?;
     Ok(())
+}
+
+/// The workers' connections, with Nagle's algorithm off: small answers (a command's next
+/// chunk, an egress connection's bytes) would otherwise wait for the worker's delayed ACK,
+/// 40 ms apiece (every command on Kubernetes took 44 ms instead of 2.5).
+fn without_delay(
+    listener: tokio::net::TcpListener,
+) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    TcpListenerStream::new(listener).map(|accepted| {
+        if let Ok(stream) = &accepted
+            && let Err(e) = stream.set_nodelay(true)
+        {
+            tracing::debug!(error = %e, "cannot turn Nagle's algorithm off");
+        }
+        accepted
+    })
 }
 
 /// The server span of one call (OpenTelemetry RPC conventions), in the worker's trace when
@@ -383,4 +399,19 @@ fn rpc_span(request: &http::Request<()>) -> tracing::Span {
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio_stream::StreamExt;
+
+    #[tokio::test]
+    async fn a_workers_connection_sends_small_answers_without_waiting() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut incoming = std::pin::pin!(super::without_delay(listener));
+        let _worker = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let accepted = incoming.next().await.unwrap().unwrap();
+        assert!(accepted.nodelay().unwrap(), "Nagle's algorithm is off");
+    }
 }
