@@ -186,7 +186,9 @@ impl SandboxClient {
             Address::Tcp { url, token, tls } => {
                 let mut endpoint = Endpoint::from_shared(url.clone())
                     .map_err(|e| SandboxError::Backend(format!("bad sandbox address {url}: {e}")))?
-                    .connect_timeout(Duration::from_secs(5));
+                    .connect_timeout(Duration::from_secs(5))
+                    // Small calls and answers go at once (sandboxd's side does the same).
+                    .tcp_nodelay(true);
                 if let Some(pinned) = tls {
                     endpoint = pinned_tls(endpoint, pinned)?;
                 }
