@@ -14,14 +14,22 @@ use crate::harness::{Roles, TestEnv, answer_text, ask};
 
 const KEY: &str = "ghp_team_key_never_in_the_sandbox_42";
 
+/// One turn of `helper` in which the model makes `calls` in order, then says "done"; the tool
+/// results it was given.
+async fn tool_results(env: &TestEnv, key: &str, prompt: &str, calls: Vec<ScriptedReply>) -> Vec<String> {
+    for call in calls {
+        env.llm.push(call);
+    }
+    env.llm.push(ScriptedReply::text("done"));
+    let body: Value = env.chat(key, ask("helper", prompt)).await.json().await.unwrap();
+    assert_eq!(answer_text(&body), "done", "{body}");
+    env.llm.requests().last().unwrap().texts_of("tool")
+}
+
 /// Runs `command` in the agent's sandbox through a turn; what the tool printed.
 async fn shell(env: &TestEnv, key: &str, command: &str) -> String {
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({ "command": command })));
-    env.llm.push(ScriptedReply::text("done"));
-    let body: Value = env.chat(key, ask("helper", "call the API")).await.json().await.unwrap();
-    assert_eq!(answer_text(&body), "done", "{body}");
-    let request = env.llm.requests().last().unwrap().messages();
-    request.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
+    let call = ScriptedReply::tool_call("terminal", json!({ "command": command }));
+    tool_results(env, key, "call the API", vec![call]).await.pop().unwrap()
 }
 
 /// A service whose sandboxes may reach the two stand-in hosts, the agent `helper` of `acme`
@@ -233,13 +241,12 @@ async fn a_skill_and_a_stdio_mcp_server_use_a_bound_key_through_its_placeholder(
     let (status, saved) = owner.call(env, reqwest::Method::PUT, &path, Some(server)).await;
     assert_eq!(status, 200, "{saved}");
 
-    env.llm.push(ScriptedReply::tool_call("skill_view", json!({"name": "gh-report"})));
-    env.llm.push(ScriptedReply::terminal(format!("curl -sS {url} -H \"Authorization: Bearer $GITHUB_TOKEN\"")));
-    env.llm.push(ScriptedReply::tool_call("mcp_tracker_call_api", json!({"url": url})));
-    env.llm.push(ScriptedReply::text("done"));
-    let body: Value = env.chat(key, ask("helper", "report on GitHub")).await.json().await.unwrap();
-    assert_eq!(answer_text(&body), "done", "{body}");
-    let results = env.llm.requests().last().unwrap().texts_of("tool");
+    let calls = vec![
+        ScriptedReply::tool_call("skill_view", json!({"name": "gh-report"})),
+        ScriptedReply::terminal(format!("curl -sS {url} -H \"Authorization: Bearer $GITHUB_TOKEN\"")),
+        ScriptedReply::tool_call("mcp_tracker_call_api", json!({"url": url})),
+    ];
+    let results = tool_results(env, key, "report on GitHub", calls).await;
     let viewed: Value = serde_json::from_str(&results[0]).unwrap();
     assert_eq!(viewed["environment"]["bound"], json!(["GITHUB_TOKEN"]), "{viewed}");
     assert_eq!(viewed["environment"]["missing"], json!([]), "{viewed}");
@@ -270,12 +277,11 @@ async fn the_browser_opens_pages_on_a_bound_secrets_host_by_the_egress_cas_pin_o
     env.set_toolsets(*agent, &["browser"]).await;
     let secret_host = format!("https://127.0.0.2:{}/user", github.addr.port());
     let other_host = format!("https://127.0.0.3:{}/user", elsewhere.addr.port());
-    env.llm.push(ScriptedReply::tool_call("browser_navigate", json!({ "url": secret_host })));
-    env.llm.push(ScriptedReply::tool_call("browser_navigate", json!({ "url": other_host })));
-    env.llm.push(ScriptedReply::text("done"));
-    let body: Value = env.chat(key, ask("helper", "open both")).await.json().await.unwrap();
-    assert_eq!(answer_text(&body), "done", "{body}");
-    let results = env.llm.requests().last().unwrap().texts_of("tool");
+    let calls = vec![
+        ScriptedReply::tool_call("browser_navigate", json!({ "url": secret_host })),
+        ScriptedReply::tool_call("browser_navigate", json!({ "url": other_host })),
+    ];
+    let results = tool_results(env, key, "open both", calls).await;
     let opened: Value = serde_json::from_str(&results[0]).unwrap();
     assert_eq!(opened["success"], true, "{opened}");
     assert!(!github.seen().is_empty(), "the page came from the secret's host, through the proxy");

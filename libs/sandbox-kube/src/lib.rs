@@ -324,6 +324,48 @@ impl KubeSandboxes {
         }
     }
 
+    /// A client for `key`'s pod, creating, starting or replacing it as needed.
+    async fn open_pod(&self, key: SandboxKey) -> Result<SandboxClient> {
+        let names = self.names(key);
+        let spec = self.inner.specs.of(key).await;
+        let wanted = spec.fingerprint();
+        let made_for = self.inner.made_for.lock().ok().and_then(|m| m.get(&names.pod).cloned());
+        if made_for.as_ref().is_some_and(|made| *made != wanted) {
+            self.forget(&names.pod);
+        }
+        if let Some(client) = self.cached(&names.pod) {
+            return Ok(client);
+        }
+        let _guard = self.inner.start.lock().await;
+        if let Some(client) = self.cached(&names.pod) {
+            return Ok(client);
+        }
+        let ip = self.ensure_pod(key, &names, &spec).await?;
+        if let Ok(mut made) = self.inner.made_for.lock() {
+            made.insert(names.pod.clone(), wanted);
+        }
+        // A pod another worker, or an older release, started.
+        self.ensure_policy(key, &names).await?;
+        let wait = Duration::from_secs(self.inner.cfg.kubernetes.start_timeout_seconds.min(60));
+        self.connect_pod(key, &names, &ip, wait).await
+    }
+
+    /// A client for `key`'s pod only if it runs already.
+    async fn running_pod(&self, key: SandboxKey) -> Result<Option<SandboxClient>> {
+        let names = self.names(key);
+        if let Some(client) = self.cached(&names.pod) {
+            return Ok(Some(client));
+        }
+        let Some(pod) = self.api::<Pod>().get_opt(&names.pod).await.map_err(api_err)? else { return Ok(None) };
+        let status = pod.status.unwrap_or_default();
+        match (status.phase.as_deref(), status.pod_ip) {
+            (Some("Running"), Some(ip)) if !ip.is_empty() => {
+                Ok(self.connect_pod(key, &names, &ip, Duration::from_secs(2)).await.ok())
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Deletes pods whose daemon reports them idle (see `hermes_sandbox::is_idle`) or does not
     /// answer; their PVCs and Secrets stay for the next use.
     pub async fn reap_idle(&self) -> Result<usize> {
@@ -396,54 +438,19 @@ fn parse_key(tenant: &str, agent: &str, workspace: Option<&str>) -> Option<Sandb
 impl Sandboxes for KubeSandboxes {
     fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
         Box::pin(async move {
-            let names = self.names(key);
-            let spec = self.inner.specs.of(key).await;
-            let wanted = spec.fingerprint();
-            let made_for = self.inner.made_for.lock().ok().and_then(|m| m.get(&names.pod).cloned());
-            if made_for.as_ref().is_some_and(|made| *made != wanted) {
-                self.forget(&names.pod);
-            }
-            if let Some(client) = self.cached(&names.pod) {
-                self.serve_egress(key, &names).await;
-                return Ok(client);
-            }
-            let _guard = self.inner.start.lock().await;
-            if let Some(client) = self.cached(&names.pod) {
-                self.serve_egress(key, &names).await;
-                return Ok(client);
-            }
-            let ip = self.ensure_pod(key, &names, &spec).await?;
-            if let Ok(mut made) = self.inner.made_for.lock() {
-                made.insert(names.pod.clone(), wanted);
-            }
-            // A pod another worker, or an older release, started.
-            self.ensure_policy(key, &names).await?;
-            let wait = Duration::from_secs(self.inner.cfg.kubernetes.start_timeout_seconds.min(60));
-            let client = self.connect_pod(key, &names, &ip, wait).await?;
-            self.serve_egress(key, &names).await;
+            let client = self.open_pod(key).await?;
+            self.serve_egress(key, &self.names(key)).await;
             Ok(client)
         })
     }
 
     fn running(&self, key: SandboxKey) -> BoxFuture<'_, Result<Option<SandboxClient>>> {
         Box::pin(async move {
-            let names = self.names(key);
-            if let Some(client) = self.cached(&names.pod) {
-                self.serve_egress(key, &names).await;
-                return Ok(Some(client));
+            let client = self.running_pod(key).await?;
+            if client.is_some() {
+                self.serve_egress(key, &self.names(key)).await;
             }
-            let Some(pod) = self.api::<Pod>().get_opt(&names.pod).await.map_err(api_err)? else { return Ok(None) };
-            let status = pod.status.unwrap_or_default();
-            match (status.phase.as_deref(), status.pod_ip) {
-                (Some("Running"), Some(ip)) if !ip.is_empty() => {
-                    let client = self.connect_pod(key, &names, &ip, Duration::from_secs(2)).await.ok();
-                    if client.is_some() {
-                        self.serve_egress(key, &names).await;
-                    }
-                    Ok(client)
-                }
-                _ => Ok(None),
-            }
+            Ok(client)
         })
     }
 

@@ -181,10 +181,8 @@ async fn serve(args: Args, token: Option<String>, tls: Option<TlsIdentity>) -> a
     if let Some(run_as) = args.run_as {
         run_as.on_this_thread();
     }
-    let tunnel = match args.egress_tunnel {
-        true => Some(hermes_sandboxd::relay::Tunnel::listen(args.egress_listen).await?),
-        false => None,
-    };
+    let tunnel =
+        if args.egress_tunnel { Some(hermes_sandboxd::relay::Tunnel::listen(args.egress_listen).await?) } else { None };
     if let Some(to) = args.egress_socket.clone() {
         let listen = args.egress_listen;
         hermes_telemetry::tasks::spawn("sandboxd_idle", async move {
