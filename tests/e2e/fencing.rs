@@ -78,6 +78,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
             total_tokens: 15,
             cached_tokens: 8,
             cache_write_tokens: 0,
+            reasoning_tokens: 2,
         },
         latency_ms: 250,
     };

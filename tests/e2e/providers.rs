@@ -152,3 +152,60 @@ async fn an_anthropic_agent_speaks_the_native_api_with_cache_breakpoints_and_too
     assert_eq!(stored.as_deref(), Some("thinking about it"));
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_thinking_claude_agent_sends_its_signed_thinking_back_between_tool_calls() {
+    let env = TestEnv::start().await;
+    let claude = NewAgent {
+        toolsets: vec!["terminal".into()],
+        api_mode: Some(hermes_core::ApiMode::AnthropicMessages),
+        ..keyed(&env, "thinker", "claude-sonnet-4-5", "sk-ant-test", "127.0.0.1")
+    };
+    let (_, _, key) = env.tenant_with("acme", claude).await;
+    sqlx::query("UPDATE agents SET model_settings = '{\"reasoning_effort\": \"high\"}' WHERE name = 'thinker'")
+        .execute(&env.db)
+        .await
+        .unwrap();
+    // The fake refuses, as Anthropic does, a tool loop whose thinking is missing or altered.
+    env.llm.push_all([
+        ScriptedReply::terminal("echo one"),
+        ScriptedReply::terminal("echo two"),
+        ScriptedReply::text("Both ran."),
+    ]);
+    let body = env.answered(&key, "thinker", "run both").await;
+    assert_eq!(answer_text(&body), "Both ran.", "{body}");
+
+    let requests = env.llm.requests();
+    assert_eq!(requests.len(), 3);
+    for r in &requests {
+        assert_eq!(r.body["thinking"], serde_json::json!({"type": "enabled", "budget_tokens": 16000}));
+        assert_eq!(r.body["max_tokens"], 20096, "room for the answer beside the budget");
+    }
+    // Each later call carries every earlier answer's thinking first, exactly as it came.
+    let assistants = |r: &hermes_testkit::RecordedRequest| -> Vec<Value> {
+        r.messages().into_iter().filter(|m| m["role"] == "assistant").collect()
+    };
+    let third = assistants(&requests[2]);
+    assert_eq!(third.len(), 2);
+    let mut signatures = Vec::new();
+    for m in &third {
+        let first = &m["content"][0];
+        assert_eq!(first["type"], "thinking", "{m}");
+        assert!(first.get("cache_control").is_none(), "no breakpoint on thinking");
+        signatures.push(first["signature"].as_str().unwrap().to_owned());
+    }
+    assert_ne!(signatures[0], signatures[1]);
+    assert_eq!(assistants(&requests[1])[0]["content"][0], third[0]["content"][0], "replayed byte for byte");
+    // Kept with the transcript, never in what clients read.
+    let kept: Vec<Value> = sqlx::query_scalar(
+        "SELECT reasoning_replay FROM messages WHERE role = 'assistant' AND reasoning_replay IS NOT NULL ORDER BY seq",
+    )
+    .fetch_all(&env.db)
+    .await
+    .unwrap();
+    assert_eq!(kept.len(), 3, "both tool steps and the answer");
+    assert_eq!(kept[0]["items"][0]["signature"], signatures[0].as_str());
+    assert_eq!(kept[0]["model"], "claude-sonnet-4-5");
+    assert!(!body.to_string().contains(&signatures[0]), "no signature reaches the client");
+    env.stop().await;
+}

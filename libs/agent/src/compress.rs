@@ -301,6 +301,7 @@ impl Compressor {
             tool_call_id: None,
             name: None,
             reasoning: None,
+            replay: None,
         };
         let mut new_body = body[..head].to_vec();
         let mut origin: Vec<Option<usize>> = (0..head).map(Some).collect();

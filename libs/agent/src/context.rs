@@ -66,6 +66,7 @@ impl<M: ChatModel> Summarizer for ModelSummarizer<M> {
             messages: prompt,
             tools: std::sync::Arc::from([]),
             max_tokens: Some(max_tokens),
+            settings: Default::default(),
         };
         self.model
             .complete(&request, &mut hermes_llm::NoDeltas)

@@ -220,6 +220,8 @@ pub struct Turn<'a, M, J> {
     pub model: &'a M,
     /// The provider's model id.
     pub model_name: &'a str,
+    /// Sampling and reasoning for every call of the turn.
+    pub settings: &'a hermes_core::ModelSettings,
     pub tools: &'a ToolRegistry,
     /// Tenant, agent, session and turn, for the tools (never shown to the model).
     pub tool_ctx: &'a ToolCtx,
@@ -234,12 +236,12 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
     /// Runs (or resumes) the turn to its end.
     pub async fn run(self, start: TurnStart) -> TurnEnd {
         let TurnStart { messages, completed_steps, turn_start } = start;
-        let Turn { model, model_name, tools, tool_ctx, journal, events, limits, context } = self;
+        let Turn { model, model_name, settings, tools, tool_ctx, journal, events, limits, context } = self;
         let mut guardrails = Guardrails::new(limits.guardrails);
         // Every step but the model call runs boxed: this future lives as long as the turn and
         // is as large as its largest state, and a turn spends its time waiting on the model.
         let mut turn = TurnLoop {
-            caller: ModelStep { model, model_name, limits },
+            caller: ModelStep { model, model_name, settings, limits },
             tool_step: ToolStep {
                 tools,
                 base_ctx: tool_ctx,

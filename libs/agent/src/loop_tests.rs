@@ -23,6 +23,16 @@ struct Script {
     latency: Option<Duration>,
 }
 
+/// The provider's defaults.
+static NO_SETTINGS: hermes_core::ModelSettings = hermes_core::ModelSettings {
+    temperature: None,
+    top_p: None,
+    max_output_tokens: None,
+    reasoning_effort: None,
+    thinking_budget: None,
+    fast: None,
+};
+
 fn text(t: &str) -> ChatResponse {
     ChatResponse { message: ChatMessage::assistant(t), finish_reason: Some("stop".into()), usage: Default::default() }
 }
@@ -201,7 +211,8 @@ fn test_turn<'a>(
     events: &'a Events,
     limits: &'a TurnLimits,
 ) -> Turn<'a, Script, Journal> {
-    Turn { model, model_name: "m", tools, tool_ctx: ctx, journal, events, limits, context: None }
+    let settings = &NO_SETTINGS;
+    Turn { model, model_name: "m", settings, tools, tool_ctx: ctx, journal, events, limits, context: None }
 }
 
 fn registry(tools: Vec<Probe>) -> ToolRegistry {
@@ -501,6 +512,7 @@ async fn run_compacting(model: &Script, summary: &str, start: TurnStart) -> (Tur
     let turn = Turn {
         model,
         model_name: "m",
+        settings: &NO_SETTINGS,
         tools: &tools,
         tool_ctx: &ctx,
         journal: &mut journal,

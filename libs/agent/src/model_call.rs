@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use hermes_core::{ChatMessage, Content, Usage};
+use hermes_core::{ChatMessage, Content, ModelSettings, Usage};
 use hermes_llm::{ChatModel, ChatRequest, DeltaSink, LlmError};
 
 use crate::TurnLimits;
@@ -53,6 +53,7 @@ fn is_empty(m: &ChatMessage) -> bool {
 pub(crate) struct ModelStep<'a, M> {
     pub model: &'a M,
     pub model_name: &'a str,
+    pub settings: &'a ModelSettings,
     pub limits: &'a TurnLimits,
 }
 
@@ -70,7 +71,19 @@ impl<M: ChatModel> ModelStep<'_, M> {
             return Err(StepError::BudgetSpent);
         }
         spent.api_calls += 1;
-        let request = ChatRequest { model: self.model_name.to_owned(), messages, tools: tools.clone(), max_tokens };
+        // A continuation's cap never goes below the one the settings ask for.
+        let asked = self.settings.max_output_tokens;
+        let max_tokens = match max_tokens {
+            Some(cap) => Some(cap.max(asked.unwrap_or(0))),
+            None => asked,
+        };
+        let request = ChatRequest {
+            model: self.model_name.to_owned(),
+            messages,
+            tools: tools.clone(),
+            max_tokens,
+            settings: *self.settings,
+        };
         let response = self.model.complete(&request, sink).await.map_err(StepError::Llm)?;
         usage.add(&response.usage);
         Ok(response)
@@ -124,6 +137,8 @@ impl<M: ChatModel> ModelStep<'_, M> {
                 message: ChatMessage {
                     content: Some(Content::Text(text.clone())),
                     reasoning,
+                    // The continuation's reasoning is what the next call must see.
+                    replay: more.message.replay,
                     tool_calls: more.message.tool_calls,
                     ..response.message
                 },

@@ -17,6 +17,10 @@ pub struct Usage {
     /// Prompt tokens written to the provider's cache (Anthropic bills them at a premium).
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// Completion tokens spent reasoning (part of `completion_tokens` and billed as output),
+    /// where the provider reports them.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 /// One answered model call: the endpoint that answered it (after any fallback), the pooled
@@ -43,6 +47,7 @@ impl Usage {
         self.total_tokens += other.total_tokens;
         self.cached_tokens += other.cached_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
     }
 }
 

@@ -14,6 +14,7 @@ pub mod kinds;
 pub mod media;
 pub mod message;
 pub mod model_names;
+pub mod model_settings;
 pub mod outbox;
 pub mod sandbox_choice;
 pub mod secret_placement;
@@ -37,7 +38,8 @@ pub use kinds::{
     CronRunStatus, DmPolicy, GoalState, GroupPolicy, GroupSessions, ImageInputMode, InteractionKind, InteractionStatus,
     JobState, Platform, RunOutcome, SessionSource, SkillState, TurnStatus, UnknownName, VoiceMode,
 };
-pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};
+pub use message::{ChatMessage, Content, ContentPart, ReasoningReplay, Role, ToolCall, ToolCallFunction};
+pub use model_settings::{ClientLimits, ModelSettings, ReasoningEffort};
 pub use sandbox_choice::SandboxChoice;
 pub use toolsets::ToolsetName;
 pub use workspace::{Workspace, WorkspaceScope};

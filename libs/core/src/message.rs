@@ -159,6 +159,31 @@ pub struct ChatMessage {
     /// Reasoning/thinking text the model returned; never part of `content`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
+    /// Reasoning the provider wants back verbatim on later calls (stored apart,
+    /// `messages.reasoning_replay`); never read from or shown to clients.
+    #[serde(skip)]
+    pub replay: Option<ReasoningReplay>,
+}
+
+/// Reasoning a provider asks to be sent back as it was: Anthropic's signed `thinking` and
+/// `redacted_thinking` blocks, the Responses API's `reasoning` items with their
+/// `encrypted_content`. Opaque to us, and replayed only to the endpoint, API and model that
+/// wrote it (signatures and encryption are sealed to them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReasoningReplay {
+    pub api: crate::ApiMode,
+    /// The base URL that answered.
+    pub base_url: String,
+    pub model: String,
+    /// The provider's blocks or items, in order, exactly as it sent them.
+    pub items: Vec<serde_json::Value>,
+}
+
+impl ReasoningReplay {
+    /// The items, if they were written by `model` speaking `api` at `base_url`.
+    pub fn for_call(&self, api: crate::ApiMode, base_url: &str, model: &str) -> Option<&[serde_json::Value]> {
+        (self.api == api && self.base_url == base_url && self.model == model).then_some(self.items.as_slice())
+    }
 }
 
 impl ChatMessage {
@@ -170,7 +195,14 @@ impl ChatMessage {
             tool_call_id: None,
             name: None,
             reasoning: None,
+            replay: None,
         }
+    }
+
+    /// The replayable reasoning of this message for a call of `model` speaking `api` at
+    /// `base_url`.
+    pub fn replay_for(&self, api: crate::ApiMode, base_url: &str, model: &str) -> &[serde_json::Value] {
+        self.replay.as_ref().and_then(|r| r.for_call(api, base_url, model)).unwrap_or_default()
     }
 
     pub fn system(text: impl Into<String>) -> Self {

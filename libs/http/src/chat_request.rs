@@ -156,6 +156,7 @@ pub fn parse_message(param: &'static str, i: usize, value: Value) -> Result<Chat
         tool_call_id,
         name: obj.get("name").and_then(Value::as_str).map(str::to_owned),
         reasoning: None,
+        replay: None,
     })
 }
 

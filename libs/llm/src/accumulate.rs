@@ -66,6 +66,14 @@ pub(crate) struct WireUsage {
     total_tokens: u64,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -85,6 +93,7 @@ impl From<WireUsage> for Usage {
             total_tokens: if u.total_tokens > 0 { u.total_tokens } else { u.prompt_tokens + u.completion_tokens },
             cached_tokens: u.prompt_tokens_details.as_ref().map_or(0, |d| d.cached_tokens),
             cache_write_tokens: u.prompt_tokens_details.as_ref().map_or(0, |d| d.cache_write_tokens),
+            reasoning_tokens: u.completion_tokens_details.as_ref().map_or(0, |d| d.reasoning_tokens),
         }
     }
 }
@@ -264,6 +273,7 @@ impl Streamed {
                 tool_call_id: None,
                 name: None,
                 reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
+                replay: None,
             },
             finish_reason,
             usage,

@@ -40,7 +40,10 @@ pub struct ChatRequest {
     /// Tool schemas in OpenAI form (`{"type":"function","function":{...}}`), each built once
     /// when its tool is registered and shared by every call that offers it.
     pub tools: Arc<[Arc<Value>]>,
+    /// This call's output cap (the settings' `max_output_tokens` is already folded in).
     pub max_tokens: Option<u32>,
+    /// Sampling and reasoning, mapped by each transport to what its provider accepts.
+    pub settings: hermes_core::ModelSettings,
 }
 
 /// A model's answer to one call.
@@ -80,3 +83,6 @@ pub trait ChatModel: Send + Sync {
         sink: &mut dyn DeltaSink,
     ) -> impl Future<Output = Result<ChatResponse, LlmError>> + Send;
 }
+
+#[cfg(test)]
+mod settings_tests;

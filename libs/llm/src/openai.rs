@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use hermes_core::{ChatMessage, Content, Role, ToolCall};
+use hermes_core::{ChatMessage, Content, ModelSettings, ReasoningEffort, Role, ToolCall};
 
 use crate::accumulate::Streamed;
 use crate::endpoint::Endpoint;
@@ -76,6 +76,46 @@ struct WireRequest<'a> {
     stream_options: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(flatten)]
+    settings: WireSettings,
+}
+
+/// The settings as chat completions servers take them: OpenAI's `reasoning_effort` and
+/// `service_tier`, or OpenRouter's `reasoning` object.
+#[derive(Serialize, Default)]
+struct WireSettings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<ReasoningEffort>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service_tier: Option<&'static str>,
+}
+
+impl WireSettings {
+    fn for_endpoint(endpoint: &Endpoint, settings: &ModelSettings) -> Self {
+        let openrouter = endpoint.provider == "openrouter";
+        // OpenRouter takes a token budget or an effort, never both.
+        let reasoning = match (settings.thinking_budget, settings.reasoning_effort) {
+            _ if !openrouter => None,
+            (_, Some(ReasoningEffort::None)) => Some(serde_json::json!({ "effort": "none" })),
+            (Some(budget), _) => Some(serde_json::json!({ "max_tokens": budget })),
+            (None, Some(effort)) => Some(serde_json::json!({ "effort": effort })),
+            (None, None) => None,
+        };
+        let priority = settings.fast == Some(true) && crate::models::offers_priority_tier(&endpoint.model);
+        Self {
+            temperature: settings.temperature,
+            top_p: settings.top_p,
+            reasoning_effort: if openrouter { None } else { settings.reasoning_effort },
+            reasoning,
+            service_tier: (priority && endpoint.provider == "openai").then_some("priority"),
+        }
+    }
 }
 
 fn shared_values<S: serde::Serializer>(values: &[Arc<Value>], serializer: S) -> Result<S::Ok, S::Error> {
@@ -101,6 +141,7 @@ impl WireApi for OpenAiChat {
             stream: true,
             stream_options: serde_json::json!({ "include_usage": true }),
             max_tokens: request.max_tokens,
+            settings: WireSettings::for_endpoint(endpoint, &request.settings),
         };
         self.http.post(endpoint.url("chat/completions")).json(&body)
     }

@@ -51,6 +51,7 @@ impl Transport for FakeTransport {
                     total_tokens: 100 + text.len() as u64,
                     cached_tokens: 60,
                     cache_write_tokens: 40,
+                    reasoning_tokens: 0,
                 },
             }),
             Err((status, body, emitted)) => {
@@ -121,6 +122,7 @@ fn req() -> ChatRequest {
         messages: vec![ChatMessage::user("hi")],
         tools: std::sync::Arc::from([]),
         max_tokens: None,
+        settings: Default::default(),
     }
 }
 

@@ -7,6 +7,9 @@ use std::time::Duration;
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 
+use hermes_core::ReasoningReplay;
+use serde_json::Value;
+
 use crate::accumulate::Streamed;
 use crate::endpoint::{Endpoint, SendError, Transport};
 use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError};
@@ -48,10 +51,27 @@ impl<W: WireApi> Transport for W {
         if W::TAKES_WHOLE_BODY && !is_event_stream(&response) {
             let text = response.text().await.map_err(|e| SendError::fresh(transport_error(&e)))?;
             fold.push(&text, sink).map_err(SendError::fresh)?;
-            return Ok(fold.finish());
+            return Ok(finished(fold, endpoint));
         }
-        read_events(response, fold, sink).await
+        let fold = read_events(response, fold, sink).await?;
+        Ok(finished(fold, endpoint))
     }
+}
+
+/// The answer `fold` holds, with the reasoning to send back stamped with the API and model
+/// that wrote it.
+fn finished<F: StreamFold>(mut fold: F, endpoint: &Endpoint) -> ChatResponse {
+    let items = fold.take_replay();
+    let mut response = fold.finish();
+    if !items.is_empty() {
+        response.message.replay = Some(ReasoningReplay {
+            api: endpoint.api_mode,
+            base_url: endpoint.base_url.clone(),
+            model: endpoint.model.clone(),
+            items,
+        });
+    }
+    response
 }
 
 fn is_event_stream(response: &reqwest::Response) -> bool {
@@ -109,16 +129,21 @@ pub(crate) trait StreamFold {
     fn is_complete(&self) -> bool {
         self.is_done()
     }
+    /// Reasoning the provider wants back verbatim on the next call (taken once, before
+    /// [`StreamFold::finish`]).
+    fn take_replay(&mut self) -> Vec<Value> {
+        Vec::new()
+    }
     /// The finished response.
     fn finish(self) -> ChatResponse;
 }
 
-/// Reads `response`'s server-sent events into `fold` until it ends.
+/// Reads `response`'s server-sent events into `fold` until it ends; the fold, whole.
 async fn read_events<F: StreamFold>(
     response: reqwest::Response,
     mut fold: F,
     sink: &mut dyn DeltaSink,
-) -> Result<ChatResponse, SendError> {
+) -> Result<F, SendError> {
     let mut events = response.bytes_stream().eventsource();
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| SendError {
@@ -139,7 +164,7 @@ async fn read_events<F: StreamFold>(
             emitted: fold.has_emitted(),
         });
     }
-    Ok(fold.finish())
+    Ok(fold)
 }
 
 /// Reads at most `limit` bytes of an error body.

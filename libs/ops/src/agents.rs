@@ -4,9 +4,11 @@
 //! key only where it can be sealed.
 
 use hermes_config::SandboxConfig;
-use hermes_core::{ApprovalMode, ImageInputMode, SandboxChoice, TenantId, ToolsetName, WorkspaceScope};
+use hermes_core::{
+    ApprovalMode, ClientLimits, ImageInputMode, ModelSettings, SandboxChoice, TenantId, ToolsetName, WorkspaceScope,
+};
 use hermes_net_policy::outbound::Policy;
-use hermes_store::admin::{Audit, Change};
+use hermes_store::admin::{Audit, AuditedTx, Change};
 use hermes_store::{Agent, AgentChanges, SecretBox, Store};
 use hermes_wire::admin::{AgentEdit, ModelRef, NewAgent};
 
@@ -82,6 +84,33 @@ pub fn check_sandbox(cfg: &SandboxConfig, choice: &SandboxChoice) -> Result<()> 
     Ok(())
 }
 
+/// Refuses model settings and client limits out of range, naming the field.
+fn check_model_settings(settings: Option<&ModelSettings>, limits: Option<&ClientLimits>) -> Result<()> {
+    if let Some(s) = settings {
+        s.check().map_err(|e| OpsError::invalid("model_settings", e.to_string()))?;
+    }
+    if let Some(l) = limits {
+        l.check().map_err(|e| OpsError::invalid("client_limits", e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Stores whichever of `settings` and `limits` is given on `agent` (the other kept).
+async fn set_model_settings(
+    tx: &mut AuditedTx,
+    agent: &mut Agent,
+    settings: Option<ModelSettings>,
+    limits: Option<ClientLimits>,
+) -> Result<()> {
+    if settings.is_none() && limits.is_none() {
+        return Ok(());
+    }
+    agent.model_settings = settings.unwrap_or(agent.model_settings);
+    agent.client_limits = limits.unwrap_or(agent.client_limits);
+    tx.set_model_settings(agent.id, &agent.model_settings, &agent.client_limits).await?;
+    Ok(())
+}
+
 /// Text that says something, or `None`.
 fn given(text: Option<String>) -> Option<String> {
     text.filter(|t| !t.trim().is_empty())
@@ -101,6 +130,7 @@ pub async fn create(
     if let Some(choice) = &new.sandbox {
         check_sandbox(sandboxes, choice)?;
     }
+    check_model_settings(new.model_settings.as_ref(), new.client_limits.as_ref())?;
     let base = urls.check("provider_base_url", &new.provider_base_url)?;
     let others = new.fallbacks.iter().map(|m| ("fallbacks", m));
     let others = others.chain(new.auxiliary.iter().map(|m| ("auxiliary", m)));
@@ -152,6 +182,7 @@ pub async fn create(
         tx.set_sandbox_choice(agent.id, &choice).await?;
         agent.sandbox = choice;
     }
+    set_model_settings(&mut tx, &mut agent, new.model_settings, new.client_limits).await?;
     let vision = new.vision_model;
     let images = new.image_input_mode.filter(|m| *m != agent.image_input_mode);
     if vision.is_some() || images.is_some() {
@@ -180,6 +211,7 @@ pub async fn edit(
     if let Some(choice) = &edit.sandbox {
         check_sandbox(sandboxes, choice)?;
     }
+    check_model_settings(edit.model_settings.as_ref(), edit.client_limits.as_ref())?;
     check_toolsets(edit.toolsets.iter().flatten())?;
     let vision = edit.vision_model.iter().flatten().map(|m| ("vision_model", m));
     urls.check_models(edit.fallbacks.iter().flatten().map(|m| ("fallbacks", m)).chain(vision))?;
@@ -211,6 +243,7 @@ pub async fn edit(
         tx.set_sandbox_choice(before.id, &choice).await?;
         after.sandbox = choice;
     }
+    set_model_settings(&mut tx, &mut after, edit.model_settings, edit.client_limits).await?;
     if images.is_some() || edit.vision_model.is_some() {
         let model = edit.vision_model;
         tx.set_vision(before.id, images, model.as_ref().map(Option::as_ref)).await?;

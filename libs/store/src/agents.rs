@@ -82,6 +82,8 @@ struct AgentRow {
     vision_model: Option<Value>,
     workspace: String,
     sandbox: Value,
+    model_settings: Value,
+    client_limits: Value,
     created_at: DateTime<Utc>,
 }
 
@@ -115,6 +117,10 @@ impl AgentRow {
             vision_model: model_setting(self.vision_model)?,
             workspace: crate::rows::vocab(&self.workspace)?,
             sandbox: serde_json::from_value(self.sandbox).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            model_settings: serde_json::from_value(self.model_settings)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            client_limits: serde_json::from_value(self.client_limits)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
             created_at: self.created_at,
         };
         Ok(Agent { shown, provider_secret: self.provider_secret })
@@ -137,7 +143,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, disabled_skills, image_input_mode, vision_model, workspace, sandbox, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, disabled_skills, image_input_mode, vision_model, workspace, sandbox, model_settings, client_limits, created_at"
     };
 }
 

@@ -297,6 +297,14 @@ tenant_writes! {
     /// opened.
     pub async fn set_sandbox_choice(agent: AgentId, choice: &hermes_core::SandboxChoice) -> Result<()>
         = set_sandbox_choice_on;
+
+    /// Sets the agent's model settings and what API callers may ask; turns claimed after it
+    /// use them.
+    pub async fn set_model_settings(
+        agent: AgentId,
+        settings: &hermes_core::ModelSettings,
+        limits: &hermes_core::ClientLimits,
+    ) -> Result<()> = set_model_settings_on;
 }
 
 /// [`Turns::answer_interaction`](crate::views::Turns::answer_interaction) on a connection already set to `tenant`.
@@ -378,6 +386,27 @@ async fn set_sandbox_choice_on(
         .bind(sqlx::types::Json(choice))
         .execute(conn)
         .await?;
+    crate::require_changed(&done)
+}
+
+/// [`Turns::set_model_settings`](crate::views::Turns::set_model_settings) on a connection already set to `tenant`.
+async fn set_model_settings_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    settings: &hermes_core::ModelSettings,
+    limits: &hermes_core::ClientLimits,
+) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE agents SET model_settings = $3, client_limits = $4, updated_at = now()
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent.as_uuid())
+    .bind(sqlx::types::Json(settings))
+    .bind(sqlx::types::Json(limits))
+    .execute(conn)
+    .await?;
     crate::require_changed(&done)
 }
 

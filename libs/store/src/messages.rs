@@ -39,6 +39,8 @@ pub(crate) struct MessageColumns {
     pub reasoning: Option<String>,
     /// What `session_search` finds the message by (a tsvector literal; see `search_text`).
     pub search: Option<String>,
+    /// Reasoning to send back to the model that wrote it (`reasoning_replay`; bound apart).
+    pub replay: Option<Value>,
 }
 
 impl MessageColumns {
@@ -52,6 +54,7 @@ impl MessageColumns {
             name: None,
             reasoning: None,
             search: None,
+            replay: None,
         }
     }
 
@@ -119,11 +122,12 @@ pub(crate) fn columns(msg: &ChatMessage) -> Result<MessageColumns> {
         tool_call_id: msg.tool_call_id.as_deref().map(without_nul),
         name: msg.name.as_deref().map(without_nul),
         reasoning: msg.reasoning.as_deref().map(without_nul),
+        replay: msg.replay.as_ref().map(storable_json).transpose()?,
     })
 }
 
 /// A message's row: `seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name,
-/// reasoning`.
+/// reasoning, reasoning_replay`.
 #[derive(sqlx::FromRow)]
 struct MessageRow {
     seq: i32,
@@ -135,6 +139,7 @@ struct MessageRow {
     tool_call_id: Option<String>,
     name: Option<String>,
     reasoning: Option<String>,
+    reasoning_replay: Option<Value>,
 }
 
 impl TryFrom<MessageRow> for StoredMessage {
@@ -164,6 +169,8 @@ impl TryFrom<MessageRow> for StoredMessage {
                 tool_call_id: row.tool_call_id,
                 name: row.name,
                 reasoning: row.reasoning,
+                // Unreadable replay (a format from another release) is only lost reasoning.
+                replay: row.reasoning_replay.and_then(|v| serde_json::from_value(v).ok()),
             },
         })
     }
@@ -198,6 +205,7 @@ async fn append_in(
     let Slot { session, fence, turn, step } = slot;
     let c = columns(msg)?;
     let search = c.search.clone();
+    let replay = c.replay.clone();
     let query = sqlx::query(
         "WITH s AS (
             UPDATE sessions SET next_seq = next_seq + 1, updated_at = now(),
@@ -206,8 +214,8 @@ async fn append_in(
             RETURNING next_seq - 1 AS seq, system_prompt
          ), ins AS (
             INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content,
-                                  tool_calls, tool_call_id, name, reasoning, search)
-            SELECT $1, $2, s.seq, $4, $5, $6, $7, $8, $9, $10, $11, $13::tsvector FROM s
+                                  tool_calls, tool_call_id, name, reasoning, search, reasoning_replay)
+            SELECT $1, $2, s.seq, $4, $5, $6, $7, $8, $9, $10, $11, $13::tsvector, $14 FROM s
             ON CONFLICT DO NOTHING
             RETURNING seq
          )
@@ -219,7 +227,7 @@ async fn append_in(
     .bind(fence)
     .bind(turn.as_uuid())
     .bind(step);
-    let row = c.bind_to(query).bind(freeze_prompt).bind(search).fetch_one(conn).await?;
+    let row = c.bind_to(query).bind(freeze_prompt).bind(search).bind(replay).fetch_one(conn).await?;
     let row = AppendRow::from_row(&row)?;
     if row.owned == 0 {
         return Err(StoreError::Fenced);
@@ -281,7 +289,8 @@ impl Conversations<'_> {
     /// The text of a session's last user message (what `/retry` asks again).
     pub async fn last_user_text(self, tenant: TenantId, session: SessionId) -> Result<Option<String>> {
         let row = sqlx::query_as::<_, MessageRow>(
-            "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
+            "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning,
+                    reasoning_replay
              FROM messages WHERE tenant_id = $1 AND session_id = $2 AND role = 'user' ORDER BY seq DESC LIMIT 1",
         )
         .bind(tenant.as_uuid())
@@ -294,7 +303,8 @@ impl Conversations<'_> {
     /// The messages a turn stored, in order (in whichever session the turn ended up).
     pub async fn turn_messages(self, tenant: TenantId, turn: TurnId) -> Result<Vec<ChatMessage>> {
         let rows = sqlx::query_as::<_, MessageRow>(
-            "SELECT m.seq, m.turn_id, m.turn_step, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.reasoning
+            "SELECT m.seq, m.turn_id, m.turn_step, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.reasoning,
+                    m.reasoning_replay
              FROM turns t JOIN messages m ON m.tenant_id = t.tenant_id AND m.session_id = t.session_id
              WHERE t.tenant_id = $1 AND t.id = $2 AND m.turn_id = $2 ORDER BY m.seq",
         )
@@ -315,7 +325,8 @@ pub(crate) async fn messages_after_on(
     limit: Option<i64>,
 ) -> Result<Vec<StoredMessage>> {
     let rows = sqlx::query_as::<_, MessageRow>(
-        "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
+        "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning,
+                    reasoning_replay
          FROM messages WHERE tenant_id = $1 AND session_id = $2 AND seq > $3 ORDER BY seq LIMIT $4",
     )
     .bind(tenant.as_uuid())

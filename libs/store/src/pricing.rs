@@ -139,7 +139,8 @@ impl Tenancy<'_> {
                                WHEN 'agent' THEN COALESCE(a.name, '-')
                                ELSE COALESCE(k.prefix, '-') END AS grp,
                        count(*) AS calls, sum(prompt_tokens)::int8 AS prompt, sum(completion_tokens)::int8 AS completion,
-                       sum(cached_tokens)::int8 AS cached, COALESCE(sum(cost_usd), 0)::float8 AS cost,
+                       sum(cached_tokens)::int8 AS cached, sum(cache_write_tokens)::int8 AS written,
+                       sum(reasoning_tokens)::int8 AS reasoning, COALESCE(sum(cost_usd), 0)::float8 AS cost,
                        count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced, avg(latency_ms)::float8 AS latency
                 FROM calls
                 LEFT JOIN agents a ON a.tenant_id = calls.tenant_id AND a.id = calls.agent_id
@@ -161,7 +162,8 @@ impl Tenancy<'_> {
              )
              SELECT COALESCE(c.grp, t.grp) AS grp, COALESCE(c.calls, 0) AS calls,
                     COALESCE(c.prompt, 0) AS prompt_tokens, COALESCE(c.completion, 0) AS completion_tokens,
-                    COALESCE(c.cached, 0) AS cached_tokens, COALESCE(c.cost, 0) AS cost_usd,
+                    COALESCE(c.cached, 0) AS cached_tokens, COALESCE(c.written, 0) AS cache_write_tokens,
+                    COALESCE(c.reasoning, 0) AS reasoning_tokens, COALESCE(c.cost, 0) AS cost_usd,
                     COALESCE(c.unpriced, 0) AS unpriced_calls, c.latency,
                     COALESCE(t.turns, 0) AS turns, COALESCE(t.tool_ms, 0) AS tool_ms,
                     COALESCE(t.sandbox_ms, 0) AS sandbox_ms

@@ -115,8 +115,9 @@ impl Conversations<'_> {
         // The copied history keeps its order and search vectors; it belongs to no turn here.
         sqlx::query(
             "INSERT INTO messages (tenant_id, session_id, seq, role, content, tool_calls, tool_call_id, name, reasoning,
-                                   search, created_at)
-             SELECT tenant_id, $3, seq, role, content, tool_calls, tool_call_id, name, reasoning, search, created_at
+                                   search, reasoning_replay, created_at)
+             SELECT tenant_id, $3, seq, role, content, tool_calls, tool_call_id, name, reasoning, search,
+                    reasoning_replay, created_at
              FROM messages WHERE tenant_id = $1 AND session_id = $2 AND ($4::int IS NULL OR seq <= $4)",
         )
         .bind(tenant.as_uuid())

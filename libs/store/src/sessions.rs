@@ -199,8 +199,8 @@ async fn insert_history(
     for (i, (step, msg)) in body.iter().enumerate() {
         let query = sqlx::query(
             "INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content, tool_calls,
-                                   tool_call_id, name, reasoning, search)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::tsvector)",
+                                   tool_call_id, name, reasoning, search, reasoning_replay)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::tsvector, $13)",
         )
         .bind(tenant.as_uuid())
         .bind(child.as_uuid())
@@ -208,8 +208,8 @@ async fn insert_history(
         .bind(step.map(|_| turn.as_uuid()))
         .bind(step);
         let columns = crate::messages::columns(msg)?;
-        let search = columns.search.clone();
-        columns.bind_to(query).bind(search).execute(&mut *db).await?;
+        let (search, replay) = (columns.search.clone(), columns.replay.clone());
+        columns.bind_to(query).bind(search).bind(replay).execute(&mut *db).await?;
     }
     Ok(())
 }

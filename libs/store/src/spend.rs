@@ -116,8 +116,8 @@ impl Tenancy<'_> {
         calls: &[ModelCall],
     ) -> Result<()> {
         let sql = concat!(
-            "WITH settled AS (DELETE FROM spend_reservations WHERE tenant_id = $1 AND id = $13) ",
-            insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12")
+            "WITH settled AS (DELETE FROM spend_reservations WHERE tenant_id = $1 AND id = $14) ",
+            insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12", "$13")
         );
         let query = sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid());
         CallColumns::of(calls)

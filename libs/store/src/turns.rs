@@ -303,7 +303,7 @@ impl Turns<'_> {
         };
         let sql = concat!(
             "WITH calls AS (",
-            insert_model_calls!("$15", "$16", "$17", "$18", "$19", "$20", "$21", "$22", "$23"),
+            insert_model_calls!("$15", "$16", "$17", "$18", "$19", "$20", "$21", "$22", "$23", "$24"),
             "), mine AS (
                 SELECT id FROM turns
                 WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND lease_owner = $14
@@ -315,8 +315,8 @@ impl Turns<'_> {
                 RETURNING next_seq - 1 AS seq
              ), ins AS (
                 INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content,
-                                      tool_calls, tool_call_id, name, reasoning, search)
-                SELECT $1, $2, s.seq, $3, $5, $6, $7, $8, $9, $10, $11, $24::tsvector FROM s
+                                      tool_calls, tool_call_id, name, reasoning, search, reasoning_replay)
+                SELECT $1, $2, s.seq, $3, $5, $6, $7, $8, $9, $10, $11, $25::tsvector, $26 FROM s
                 WHERE $5::int IS NOT NULL
                 ON CONFLICT DO NOTHING
                 RETURNING seq
@@ -331,10 +331,11 @@ impl Turns<'_> {
         let query =
             sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid()).bind(fence).bind(step);
         let search = columns.search.clone();
+        let replay = columns.replay.clone();
         let query = columns.bind_to(query).bind(status.as_str()).bind(stored).bind(owner);
         // The answer's outbox rows commit with the turn's end, or neither does.
         let mut tx = self.tenant_tx(tenant).await?;
-        let row = CallColumns::of(calls).bind_to(query).bind(search).fetch_one(&mut *tx).await?;
+        let row = CallColumns::of(calls).bind_to(query).bind(search).bind(replay).fetch_one(&mut *tx).await?;
         let Finished { finished, reply_to } = Finished::from_row(&row)?;
         if finished == 0 {
             // Fenced: nothing of the turn changed, but its model calls were paid for and stay.

@@ -21,6 +21,7 @@ pub(crate) struct CallColumns {
     completion: Vec<i64>,
     cached: Vec<i64>,
     cache_write: Vec<i64>,
+    reasoning: Vec<i64>,
     latency: Vec<i64>,
 }
 
@@ -45,6 +46,7 @@ struct CallRow {
     completion_tokens: i64,
     cached_tokens: i64,
     cache_write_tokens: i64,
+    reasoning_tokens: i64,
     latency_ms: Option<i32>,
 }
 
@@ -62,6 +64,7 @@ impl From<CallRow> for ModelCall {
                 total_tokens: prompt + completion,
                 cached_tokens: count(row.cached_tokens),
                 cache_write_tokens: count(row.cache_write_tokens),
+                reasoning_tokens: count(row.reasoning_tokens),
             },
             latency_ms: row.latency_ms.map_or(0, |ms| u64::try_from(ms).unwrap_or(0)),
         }
@@ -80,12 +83,13 @@ impl CallColumns {
             c.completion.push(tokens(call.usage.completion_tokens));
             c.cached.push(tokens(call.usage.cached_tokens));
             c.cache_write.push(tokens(call.usage.cache_write_tokens));
+            c.reasoning.push(tokens(call.usage.reasoning_tokens));
             c.latency.push(tokens(call.latency_ms));
         }
         c
     }
 
-    /// Binds the nine arrays in the order of `insert_model_calls!`.
+    /// Binds the ten arrays in the order of `insert_model_calls!`.
     pub(crate) fn bind_to(
         self,
         query: Query<'_, sqlx::Postgres, PgArguments>,
@@ -99,19 +103,20 @@ impl CallColumns {
             .bind(self.completion)
             .bind(self.cached)
             .bind(self.cache_write)
+            .bind(self.reasoning)
             .bind(self.latency)
     }
 }
 
 /// The insert of a call batch (a static string, so no SQL is ever built at run time), with
-/// tenant, session and turn at `$1 $2 $3` and the nine arrays of [`CallColumns`] at the given
+/// tenant, session and turn at `$1 $2 $3` and the ten arrays of [`CallColumns`] at the given
 /// placeholders.
 macro_rules! insert_model_calls {
-    ($a:literal, $b:literal, $c:literal, $d:literal, $e:literal, $f:literal, $g:literal, $h:literal, $i:literal) => {
+    ($a:literal, $b:literal, $c:literal, $d:literal, $e:literal, $f:literal, $g:literal, $h:literal, $i:literal, $j:literal) => {
         concat!(
             "INSERT INTO model_calls (tenant_id, session_id, turn_id, purpose, provider, model, key_id,
                                       prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens,
-                                      latency_ms)
+                                      reasoning_tokens, latency_ms)
              SELECT $1, $2, $3, c.* FROM unnest(",
             $a,
             "::text[], ",
@@ -130,6 +135,8 @@ macro_rules! insert_model_calls {
             $h,
             "::bigint[], ",
             $i,
+            "::bigint[], ",
+            $j,
             "::bigint[]) AS c"
         )
     };
@@ -148,7 +155,7 @@ impl Tenancy<'_> {
         if calls.is_empty() {
             return Ok(());
         }
-        let sql = insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12");
+        let sql = insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12", "$13");
         let query = sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid());
         CallColumns::of(calls).bind_to(query).execute(&mut *self.as_tenant(tenant).await?).await?;
         Ok(())
@@ -158,7 +165,7 @@ impl Tenancy<'_> {
     pub async fn turn_model_calls(self, tenant: TenantId, turn: TurnId) -> Result<Vec<ModelCall>> {
         let rows = sqlx::query(
             "SELECT purpose, provider, model, key_id, prompt_tokens, completion_tokens, cached_tokens,
-                    cache_write_tokens, latency_ms
+                    cache_write_tokens, reasoning_tokens, latency_ms
              FROM model_calls WHERE tenant_id = $1 AND turn_id = $2 ORDER BY id",
         )
         .bind(tenant.as_uuid())

@@ -18,6 +18,53 @@ fn event(kind: &str, data: Value) -> Result<Event, Infallible> {
     Ok(Event::default().event(kind).data(data.to_string()))
 }
 
+/// Whether the request turns thinking on.
+fn thinks(body: &Value) -> bool {
+    matches!(body["thinking"]["type"].as_str(), Some("enabled" | "adaptive"))
+}
+
+/// What Anthropic answers a request that drops or alters signed thinking: with thinking on,
+/// the assistant message a tool result answers must begin with the thinking it came with,
+/// signature and text exactly as they were sent.
+fn unsigned_thinking(body: &Value, shared: &Shared) -> Option<String> {
+    if !thinks(body) {
+        return None;
+    }
+    let messages = body["messages"].as_array()?;
+    let last_assistant = messages.iter().rev().find(|m| m["role"] == "assistant")?;
+    let blocks = last_assistant["content"].as_array()?;
+    if !blocks.iter().any(|b| b["type"] == "tool_use") {
+        return None;
+    }
+    let first = blocks.first()?;
+    if first["type"] != "thinking" && first["type"] != "redacted_thinking" {
+        return Some(format!(
+            "messages: Expected `thinking` or `redacted_thinking`, but found `{}`. When `thinking` is enabled, a final \
+             `assistant` message must start with a thinking block.",
+            first["type"].as_str().unwrap_or("nothing")
+        ));
+    }
+    let signed = shared.signatures.lock().ok()?;
+    let issued = first["signature"].as_str().and_then(|s| signed.get(s));
+    (issued.map(String::as_str) != first["thinking"].as_str())
+        .then(|| "messages: Invalid `signature` in `thinking` block".to_owned())
+}
+
+/// A thinking block at `index` with a signature this server will recognise.
+fn signed_thinking(events: &mut Vec<Result<Event, Infallible>>, index: usize, text: &str, shared: &Shared) {
+    let signature = format!("sig_{}", uuid_like());
+    if let Ok(mut s) = shared.signatures.lock() {
+        s.insert(signature.clone(), text.to_owned());
+    }
+    events.push(event("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})));
+    events.push(event(
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": text}}),
+    ));
+    events.push(event("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": signature}})));
+    events.push(event("content_block_stop", json!({"type": "content_block_stop", "index": index})));
+}
+
 pub(crate) async fn messages(
     State(shared): State<Arc<Shared>>,
     headers: HeaderMap,
@@ -28,6 +75,10 @@ pub(crate) async fn messages(
         r.push(RecordedRequest { body: body.clone(), authorization: None, api_key });
     }
     shared.arrived.notify_waiters();
+    if let Some(message) = unsigned_thinking(&body, &shared) {
+        let error = json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
+        return (StatusCode::BAD_REQUEST, Json(error)).into_response();
+    }
     let scripted = shared.script.lock().ok().and_then(|mut s| s.pop_front());
     let reply = scripted.unwrap_or_else(|| ScriptedReply::text("echo from anthropic"));
     if !reply.latency().is_zero() {
@@ -47,7 +98,10 @@ pub(crate) async fn messages(
         }
         ScriptedReply::Text { text, reasoning, .. } => {
             let mut index = 0;
-            if let Some(r) = reasoning {
+            if thinks(&body) {
+                signed_thinking(&mut events, 0, reasoning.as_deref().unwrap_or("The answer is plain."), &shared);
+                index = 1;
+            } else if let Some(r) = reasoning {
                 events.push(event("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}})));
                 events.push(event("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": r}})));
                 events.push(event("content_block_stop", json!({"type": "content_block_stop", "index": 0})));
@@ -67,7 +121,12 @@ pub(crate) async fn messages(
             "end_turn"
         }
         ScriptedReply::ToolCalls { calls, .. } => {
+            let first = usize::from(thinks(&body));
+            if first == 1 {
+                signed_thinking(&mut events, 0, &format!("I will call {} tool(s).", calls.len()), &shared);
+            }
             for (i, (name, args)) in calls.into_iter().enumerate() {
+                let i = i + first;
                 let id = format!("toolu_{}", uuid_like());
                 events.push(event(
                     "content_block_start",

@@ -58,6 +58,8 @@ pub(crate) struct Shared {
     pub(crate) default_latency: Mutex<Duration>,
     /// Requests are kept for `requests()` unless a long load test turned that off.
     pub(crate) forget_requests: std::sync::atomic::AtomicBool,
+    /// Thinking signatures handed out (Anthropic), with the thinking each signs.
+    pub(crate) signatures: Mutex<std::collections::HashMap<String, String>>,
 }
 
 /// A running scripted model server; stops when dropped.

@@ -97,6 +97,44 @@ pub struct AgentCreate {
     /// Memory for each of its sandboxes, in MB.
     #[arg(long)]
     sandbox_memory_mb: Option<u64>,
+    #[command(flatten)]
+    model_settings: ModelSettingsArgs,
+}
+
+/// How the agent's model is asked to answer (unset: the provider's defaults).
+#[derive(Args)]
+pub struct ModelSettingsArgs {
+    /// Sampling temperature, 0 to 2.
+    #[arg(long)]
+    temperature: Option<f64>,
+    /// Nucleus sampling, above 0 and at most 1.
+    #[arg(long)]
+    top_p: Option<f64>,
+    /// The output cap of each model call.
+    #[arg(long)]
+    max_output_tokens: Option<u32>,
+    /// none, minimal, low, medium, high or xhigh.
+    #[arg(long)]
+    reasoning_effort: Option<hermes_core::ReasoningEffort>,
+    /// Anthropic's thinking budget in tokens (at least 1024), instead of the effort's.
+    #[arg(long)]
+    thinking_budget: Option<u32>,
+    /// Priority processing where the model offers it (billed higher by the provider).
+    #[arg(long)]
+    fast: bool,
+}
+
+impl ModelSettingsArgs {
+    fn settings(self) -> hermes_core::ModelSettings {
+        hermes_core::ModelSettings {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            max_output_tokens: self.max_output_tokens,
+            reasoning_effort: self.reasoning_effort,
+            thinking_budget: self.thinking_budget,
+            fast: self.fast.then_some(true),
+        }
+    }
 }
 
 fn model_at(spec: &str) -> anyhow::Result<ModelRef> {
@@ -190,6 +228,8 @@ impl AgentCreate {
                 memory_mb: self.sandbox_memory_mb,
                 ..Default::default()
             }),
+            model_settings: Some(self.model_settings.settings()),
+            client_limits: None,
         })
     }
 }

@@ -20,6 +20,8 @@ pub(crate) struct Aside<'a, J> {
     pub model: &'a TurnModel,
     /// The provider's model id.
     pub model_name: &'a str,
+    /// Sampling and reasoning (the agent's for a child, the provider's for auxiliary work).
+    pub settings: &'a hermes_core::ModelSettings,
     pub tools: &'a ToolRegistry,
     pub tool_ctx: &'a ToolCtx,
     pub journal: &'a mut J,
@@ -35,6 +37,7 @@ impl<J: TurnJournal> Aside<'_, J> {
         let turn = Turn {
             model: self.model,
             model_name: self.model_name,
+            settings: self.settings,
             tools: self.tools,
             tool_ctx: self.tool_ctx,
             journal: self.journal,

@@ -181,7 +181,13 @@ mod tests {
     use super::*;
 
     fn request(messages: Vec<ChatMessage>, max_tokens: Option<u32>) -> ChatRequest {
-        ChatRequest { model: "m".into(), messages, tools: std::sync::Arc::from([]), max_tokens }
+        ChatRequest {
+            model: "m".into(),
+            messages,
+            tools: std::sync::Arc::from([]),
+            max_tokens,
+            settings: Default::default(),
+        }
     }
 
     /// A model that must never be called.

@@ -93,6 +93,7 @@ pub(crate) async fn judge(models: &Models, goal: &Goal, answer: &str) -> Verdict
         ],
         tools: std::sync::Arc::from([]),
         max_tokens: Some(200),
+        settings: Default::default(),
     };
     match tokio::time::timeout(JUDGE_TIMEOUT, model.complete(&request, &mut NoDeltas)).await {
         Ok(Ok(reply)) => match parse_verdict(&reply.message.text()) {

@@ -49,6 +49,7 @@ impl ApprovalJudge for SmartJudge {
                 ],
                 tools: std::sync::Arc::from([]),
                 max_tokens: Some(16),
+                settings: Default::default(),
             };
             let verdict = match self.model.complete(&request, &mut NoDeltas).await {
                 Ok(answer) => parse_verdict(&answer.message.text()),

@@ -198,6 +198,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
     let aside = Aside {
         model: &model,
         model_name: &model_name,
+        settings: &hermes_core::ModelSettings::default(),
         tools: &tools,
         tool_ctx: &tool_ctx,
         journal: &mut Unrecorded,

@@ -33,7 +33,9 @@ impl WireApi for AnthropicMessages {
     const KEY: KeyHeader = KeyHeader::Named("x-api-key");
 
     fn request(&self, endpoint: &Endpoint, request: &ChatRequest) -> reqwest::RequestBuilder {
-        let body = build_request(&endpoint.model, request, self.cache_ttl);
-        self.http.post(endpoint.url("messages")).header("anthropic-version", API_VERSION).json(&body)
+        let (body, betas) = build_request(endpoint, request, self.cache_ttl);
+        let post = self.http.post(endpoint.url("messages")).header("anthropic-version", API_VERSION);
+        let post = if betas.is_empty() { post } else { post.header("anthropic-beta", betas.join(",")) };
+        post.json(&body)
     }
 }

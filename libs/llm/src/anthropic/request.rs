@@ -2,9 +2,18 @@
 
 use serde_json::{Value, json};
 
-use hermes_core::{Content, ContentPart, Role};
+use hermes_core::{ApiMode, Content, ContentPart, ModelSettings, ReasoningEffort, Role};
 
 use crate::ChatRequest;
+use crate::endpoint::Endpoint;
+use crate::models::{ThinkingStyle, offers_fast_mode, thinking_style};
+
+/// Room for the answer beside a thinking budget (`max_tokens` counts both).
+const ANSWER_ROOM: u32 = 4_096;
+/// The beta that lets Claude 4 think between tool calls (budget-style models).
+pub const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+/// The beta of fast mode (`speed: fast`).
+pub const FAST_MODE_BETA: &str = "fast-mode-2026-02-01";
 
 /// Default output cap: Anthropic requires `max_tokens`.
 const DEFAULT_MAX_TOKENS: u32 = 8_192;
@@ -68,8 +77,65 @@ fn push_blocks(out: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
     out.push(json!({"role": role, "content": blocks}));
 }
 
-/// Builds the request body (streaming) with `system_and_3` cache breakpoints.
-pub fn build_request(model: &str, request: &ChatRequest, ttl: CacheTtl) -> Value {
+/// Adaptive thinking's effort for ours: `minimal` is `low`, and `xhigh` is `max` on Claude 4.6
+/// (which has no `xhigh`).
+fn adaptive_effort(effort: ReasoningEffort, model: &str) -> &'static str {
+    match effort {
+        ReasoningEffort::None | ReasoningEffort::Minimal | ReasoningEffort::Low => "low",
+        ReasoningEffort::Medium => "medium",
+        ReasoningEffort::High => "high",
+        ReasoningEffort::Xhigh if model.contains("4-6") || model.contains("4.6") => "max",
+        ReasoningEffort::Xhigh => "xhigh",
+    }
+}
+
+/// The settings as Messages API fields, on `body`; the beta headers they need.
+fn apply_settings(body: &mut Value, model: &str, settings: &ModelSettings, native: bool) -> Vec<&'static str> {
+    let mut betas = Vec::new();
+    let style = thinking_style(model);
+    let thinking = settings.thinking();
+    // Thinking takes no temperature, and a top_p only from 0.95; Claude after 4.6 takes neither.
+    let mut sampling = thinking.is_none() && (style == ThinkingStyle::Budget || model.contains("4-6"));
+    match (thinking, style) {
+        (None, _) => {}
+        (Some(budget), ThinkingStyle::Budget) => {
+            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+            let room = budget.saturating_add(ANSWER_ROOM);
+            if body["max_tokens"].as_u64().is_some_and(|max| max < u64::from(room)) {
+                body["max_tokens"] = json!(room);
+            }
+            betas.push(INTERLEAVED_THINKING_BETA);
+            if let Some(p) = settings.top_p.filter(|p| *p >= 0.95) {
+                body["top_p"] = json!(p);
+            }
+        }
+        (Some(_), ThinkingStyle::Adaptive) => {
+            body["thinking"] = json!({"type": "adaptive", "display": "summarized"});
+            let effort = settings.reasoning_effort.unwrap_or(ReasoningEffort::Medium);
+            body["output_config"] = json!({"effort": adaptive_effort(effort, model)});
+            sampling = false;
+        }
+    }
+    if sampling {
+        if let Some(t) = settings.temperature {
+            body["temperature"] = json!(t.min(1.0));
+        }
+        if let Some(p) = settings.top_p {
+            body["top_p"] = json!(p);
+        }
+    }
+    if settings.fast == Some(true) && native && offers_fast_mode(model) {
+        body["speed"] = json!("fast");
+        betas.push(FAST_MODE_BETA);
+    }
+    betas
+}
+
+/// Builds the request body (streaming) for `endpoint` with `system_and_3` cache breakpoints,
+/// and the beta headers it needs.
+pub fn build_request(endpoint: &Endpoint, request: &ChatRequest, ttl: CacheTtl) -> (Value, Vec<&'static str>) {
+    let model = endpoint.model.as_str();
+    let thinking = request.settings.thinking().is_some();
     let mut system: Vec<Value> = Vec::new();
     let mut messages: Vec<Value> = Vec::new();
     for m in &request.messages {
@@ -77,8 +143,14 @@ pub fn build_request(model: &str, request: &ChatRequest, ttl: CacheTtl) -> Value
             Role::System => system.extend(content_blocks(&m.content)),
             Role::User => push_blocks(&mut messages, "user", content_blocks(&m.content)),
             Role::Assistant => {
-                // Reasoning is not replayed: its signatures are tied to the model that wrote it.
-                let mut blocks = content_blocks(&m.content);
+                // Signed thinking goes back first, as it came, while thinking is on (Anthropic
+                // checks it between tool calls); it is tied to the model that wrote it.
+                let mut blocks: Vec<Value> = if thinking {
+                    m.replay_for(ApiMode::AnthropicMessages, &endpoint.base_url, model).to_vec()
+                } else {
+                    Vec::new()
+                };
+                blocks.extend(content_blocks(&m.content));
                 blocks.extend(m.tool_calls.iter().map(|c| {
                     let input: Value = serde_json::from_str(&c.function.arguments).unwrap_or_else(|_| json!({}));
                     json!({"type": "tool_use", "id": c.id, "name": c.function.name, "input": input})
@@ -102,7 +174,9 @@ pub fn build_request(model: &str, request: &ChatRequest, ttl: CacheTtl) -> Value
     }
     let n = messages.len();
     for msg in messages.iter_mut().skip(n.saturating_sub(3)) {
-        if let Some(block) = msg["content"].as_array_mut().and_then(|b| b.last_mut()) {
+        // Thinking blocks take no breakpoint.
+        let cacheable = |b: &&mut Value| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking"));
+        if let Some(block) = msg["content"].as_array_mut().and_then(|b| b.iter_mut().rev().find(cacheable)) {
             block["cache_control"] = cache_control(ttl);
         }
     }
@@ -130,7 +204,10 @@ pub fn build_request(model: &str, request: &ChatRequest, ttl: CacheTtl) -> Value
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
-    body
+    // Fast mode exists only at Anthropic itself.
+    let native = endpoint.provider == "anthropic";
+    let betas = apply_settings(&mut body, model, &request.settings, native);
+    (body, betas)
 }
 
 #[cfg(test)]

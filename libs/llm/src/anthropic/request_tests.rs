@@ -41,8 +41,16 @@ fn messages_become_alternating_blocks_with_tool_results_as_user_blocks_and_cache
             json!({"type": "function", "function": {"name": "terminal", "description": "run", "parameters": {"type": "object"}}}),
         )]),
         max_tokens: None,
+        settings: Default::default(),
     };
-    let body = build_request("claude-sonnet-4-5", &request, CacheTtl::OneHour);
+    let endpoint = crate::Endpoint {
+        provider: "anthropic".into(),
+        base_url: "https://api.anthropic.com/v1".into(),
+        model: "claude-sonnet-4-5".into(),
+        api_mode: hermes_core::ApiMode::AnthropicMessages,
+    };
+    let (body, betas) = build_request(&endpoint, &request, CacheTtl::OneHour);
+    assert!(betas.is_empty(), "no thinking asked");
     assert_eq!(body["model"], "claude-sonnet-4-5");
     assert_eq!(body["max_tokens"], 8192);
     assert_eq!(body["stream"], true);

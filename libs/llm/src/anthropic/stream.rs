@@ -11,8 +11,18 @@ use crate::{ChatResponse, DeltaSink, LlmError};
 #[derive(Debug)]
 enum Block {
     Text,
-    Thinking,
-    ToolUse { id: String, name: String, json: String },
+    /// Thinking and the signature that lets it be sent back.
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    /// Thinking the provider encrypted (`data`), sent back as it came.
+    Redacted(Value),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
     Other,
 }
 
@@ -47,7 +57,11 @@ impl AnthropicAccumulator {
         let b = &event["content_block"];
         let block = match b["type"].as_str().unwrap_or_default() {
             "text" => Block::Text,
-            "thinking" => Block::Thinking,
+            "thinking" => Block::Thinking { text: String::new(), signature: String::new() },
+            "redacted_thinking" => {
+                self.streamed.add_bytes(b["data"].as_str().map_or(0, str::len))?;
+                Block::Redacted(b.clone())
+            }
             "tool_use" => Block::ToolUse {
                 id: b["id"].as_str().unwrap_or_default().to_owned(),
                 name: b["name"].as_str().unwrap_or_default().to_owned(),
@@ -75,9 +89,17 @@ impl AnthropicAccumulator {
                 let t = delta["text"].as_str().unwrap_or_default();
                 self.streamed.text(t, sink)?;
             }
-            ("thinking_delta", _) => {
+            ("thinking_delta", block) => {
                 let t = delta["thinking"].as_str().unwrap_or_default();
                 self.streamed.reasoning(t, sink)?;
+                if let Some(Block::Thinking { text, .. }) = block {
+                    text.push_str(t);
+                }
+            }
+            ("signature_delta", Some(Block::Thinking { signature, .. })) => {
+                let part = delta["signature"].as_str().unwrap_or_default();
+                self.streamed.add_bytes(part.len())?;
+                signature.push_str(part);
             }
             ("input_json_delta", Some(Block::ToolUse { json, .. })) => {
                 let part = delta["partial_json"].as_str().unwrap_or_default();
@@ -137,6 +159,21 @@ impl StreamFold for AnthropicAccumulator {
 
     fn streamed(&self) -> &Streamed {
         &self.streamed
+    }
+
+    /// Signed and redacted thinking, in order, to be sent back on the next call.
+    fn take_replay(&mut self) -> Vec<Value> {
+        let mut items = Vec::new();
+        for block in &mut self.blocks {
+            match std::mem::replace(block, Block::Other) {
+                Block::Thinking { text, signature } if !signature.is_empty() => {
+                    items.push(serde_json::json!({"type": "thinking", "thinking": text, "signature": signature}))
+                }
+                Block::Redacted(b) => items.push(b),
+                other => *block = other,
+            }
+        }
+        items
     }
 
     /// The finished response, with Anthropic's stop reasons in OpenAI's words.

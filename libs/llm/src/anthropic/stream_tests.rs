@@ -52,3 +52,32 @@ fn stop_reasons_map_and_errors_are_classified() {
         .unwrap_err();
     assert_eq!(err.class, crate::ErrorClass::Overloaded);
 }
+
+#[test]
+fn signed_and_redacted_thinking_are_kept_in_order_to_be_sent_back() {
+    let events = [
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"first "}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"thought"}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}"#,
+        r#"{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"c2VhbGVk"}}"#,
+        r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"terminal","input":{}}}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}"#,
+        r#"{"type":"message_stop"}"#,
+    ];
+    let mut acc = AnthropicAccumulator::default();
+    for e in events {
+        acc.push(e, &mut NoDeltas).unwrap();
+    }
+    let kept = acc.take_replay();
+    assert_eq!(
+        kept,
+        [
+            serde_json::json!({"type": "thinking", "thinking": "first thought", "signature": "EqQB"}),
+            serde_json::json!({"type": "redacted_thinking", "data": "c2VhbGVk"}),
+        ]
+    );
+    let r = acc.finish();
+    assert_eq!(r.message.reasoning.as_deref(), Some("first thought"));
+    assert_eq!(r.message.tool_calls[0].id, "toolu_1", "the calls are still there");
+}

@@ -29,6 +29,6 @@ impl WireApi for OpenAiResponses {
     const KEY: KeyHeader = KeyHeader::Bearer;
 
     fn request(&self, endpoint: &Endpoint, request: &ChatRequest) -> reqwest::RequestBuilder {
-        self.http.post(endpoint.url("responses")).json(&build_request(&endpoint.model, request))
+        self.http.post(endpoint.url("responses")).json(&build_request(endpoint, request))
     }
 }

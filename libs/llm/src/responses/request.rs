@@ -2,9 +2,42 @@
 
 use serde_json::{Value, json};
 
-use hermes_core::{Content, ContentPart, Role};
+use hermes_core::{ApiMode, Content, ContentPart, ModelSettings, ReasoningEffort, Role};
 
 use crate::ChatRequest;
+use crate::endpoint::Endpoint;
+use crate::models::{offers_priority_tier, reasons_by_default};
+
+/// What the Responses API is asked to include so reasoning survives between calls
+/// (`store: false` keeps nothing at the provider).
+const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
+
+/// The settings as Responses fields, on `body`.
+fn apply_settings(body: &mut Value, endpoint: &Endpoint, settings: &ModelSettings) {
+    if let Some(t) = settings.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(p) = settings.top_p {
+        body["top_p"] = json!(p);
+    }
+    let reasons = match settings.reasoning_effort {
+        Some(ReasoningEffort::None) => {
+            body["reasoning"] = json!({"effort": "none"});
+            false
+        }
+        Some(effort) => {
+            body["reasoning"] = json!({"effort": effort, "summary": "auto"});
+            true
+        }
+        None => reasons_by_default(&endpoint.model),
+    };
+    if reasons {
+        body["include"] = json!([ENCRYPTED_REASONING]);
+    }
+    if settings.fast == Some(true) && endpoint.provider == "openai" && offers_priority_tier(&endpoint.model) {
+        body["service_tier"] = json!("priority");
+    }
+}
 
 fn parts(content: &Option<Content>, role: Role) -> Value {
     let text_type = if role == Role::Assistant { "output_text" } else { "input_text" };
@@ -25,8 +58,10 @@ fn parts(content: &Option<Content>, role: Role) -> Value {
     }
 }
 
-/// Builds the request body (streaming, not stored at the provider: Postgres is our store).
-pub fn build_request(model: &str, request: &ChatRequest) -> Value {
+/// Builds the request body for `endpoint` (streaming, not stored at the provider: Postgres is
+/// our store, and encrypted reasoning items carry reasoning from call to call).
+pub fn build_request(endpoint: &Endpoint, request: &ChatRequest) -> Value {
+    let model = endpoint.model.as_str();
     let mut instructions: Vec<String> = Vec::new();
     let mut input: Vec<Value> = Vec::new();
     for m in &request.messages {
@@ -34,6 +69,8 @@ pub fn build_request(model: &str, request: &ChatRequest) -> Value {
             Role::System => instructions.push(m.text()),
             Role::User => input.push(json!({ "role": "user", "content": parts(&m.content, Role::User) })),
             Role::Assistant => {
+                // Reasoning items come back first, before the answer and calls they led to.
+                input.extend(m.replay_for(ApiMode::Responses, &endpoint.base_url, model).iter().cloned());
                 if !m.text().is_empty() {
                     input.push(json!({ "role": "assistant", "content": parts(&m.content, Role::Assistant) }));
                 }
@@ -66,5 +103,6 @@ pub fn build_request(model: &str, request: &ChatRequest) -> Value {
     if let Some(max) = request.max_tokens {
         body["max_output_tokens"] = json!(max);
     }
+    apply_settings(&mut body, endpoint, &request.settings);
     body
 }

@@ -20,6 +20,8 @@ struct Call {
 #[derive(Debug, Default)]
 pub struct ResponsesAccumulator {
     streamed: Streamed,
+    /// Encrypted reasoning items, as they are sent back.
+    reasoning: Vec<Value>,
     calls: Vec<Call>,
     usage: Usage,
     finish: Option<String>,
@@ -69,6 +71,17 @@ impl StreamFold for ResponsesAccumulator {
                     c.arguments.push_str(&d);
                 }
             }
+            "response.output_item.done" if event["item"]["type"] == "reasoning" => {
+                // Sent back without its id: with `store: false` the provider cannot look it up.
+                let item = &event["item"];
+                if let Some(sealed) = item["encrypted_content"].as_str().filter(|c| !c.is_empty()) {
+                    self.streamed.add_bytes(sealed.len())?;
+                    let summary = item.get("summary").filter(|s| s.is_array()).cloned().unwrap_or(Value::Array(vec![]));
+                    self.reasoning.push(
+                        serde_json::json!({"type": "reasoning", "encrypted_content": sealed, "summary": summary}),
+                    );
+                }
+            }
             "response.output_item.done" if event["item"]["type"] == "function_call" => {
                 // The final item carries the complete arguments.
                 let item = &event["item"];
@@ -88,6 +101,7 @@ impl StreamFold for ResponsesAccumulator {
                     total_tokens: u["total_tokens"].as_u64().unwrap_or(0),
                     cached_tokens: u["input_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
                     cache_write_tokens: 0,
+                    reasoning_tokens: u["output_tokens_details"]["reasoning_tokens"].as_u64().unwrap_or(0),
                 };
                 self.finish = Some(match r["incomplete_details"]["reason"].as_str() {
                     Some("max_output_tokens") => "length".into(),
@@ -109,6 +123,10 @@ impl StreamFold for ResponsesAccumulator {
 
     fn streamed(&self) -> &Streamed {
         &self.streamed
+    }
+
+    fn take_replay(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.reasoning)
     }
 
     fn finish(self) -> ChatResponse {

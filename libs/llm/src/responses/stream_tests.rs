@@ -71,8 +71,16 @@ fn messages_become_input_items_with_instructions_and_call_outputs() {
             json!({"type": "function", "function": {"name": "terminal", "description": "d", "parameters": {"type": "object"}}}),
         )]),
         max_tokens: Some(100),
+        settings: Default::default(),
     };
-    let body = build_request("gpt-5", &request);
+    let endpoint = crate::Endpoint {
+        provider: "openai".into(),
+        base_url: "https://api.openai.com/v1".into(),
+        model: "gpt-5".into(),
+        api_mode: hermes_core::ApiMode::Responses,
+    };
+    let body = build_request(&endpoint, &request);
+    assert_eq!(body["include"], json!(["reasoning.encrypted_content"]), "gpt-5 reasons unasked");
     assert_eq!(body["instructions"], "be brief");
     assert_eq!(body["store"], false);
     assert_eq!(body["max_output_tokens"], 100);
@@ -84,4 +92,54 @@ fn messages_become_input_items_with_instructions_and_call_outputs() {
         body["tools"][0],
         json!({"type": "function", "name": "terminal", "description": "d", "parameters": {"type": "object"}})
     );
+}
+
+#[test]
+fn encrypted_reasoning_is_kept_and_sent_back_only_to_the_model_and_endpoint_that_wrote_it() {
+    let events = [
+        r#"{"type":"response.output_item.done","item":{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Checked."}],"encrypted_content":"gAAAA-sealed"}}"#,
+        r#"{"type":"response.output_item.added","item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"terminal","arguments":""}}"#,
+        r#"{"type":"response.output_item.done","item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"terminal","arguments":"{}"}}"#,
+        r#"{"type":"response.completed","response":{"usage":{"input_tokens":50,"output_tokens":40,"total_tokens":90,"output_tokens_details":{"reasoning_tokens":32}}}}"#,
+    ];
+    let mut acc = ResponsesAccumulator::default();
+    for e in events {
+        acc.push(e, &mut NoDeltas).unwrap();
+    }
+    let items = acc.take_replay();
+    let item = json!({"type": "reasoning", "encrypted_content": "gAAAA-sealed", "summary": [{"type": "summary_text", "text": "Checked."}]});
+    assert_eq!(items, std::slice::from_ref(&item), "sent back without its id (nothing is stored at the provider)");
+    let answer = acc.finish();
+    assert_eq!(answer.usage.reasoning_tokens, 32);
+
+    let at = |base_url: &str, model: &str| crate::Endpoint {
+        provider: "openai".into(),
+        base_url: base_url.into(),
+        model: model.into(),
+        api_mode: hermes_core::ApiMode::Responses,
+    };
+    let written = at("https://api.openai.com/v1", "o3");
+    let message = ChatMessage {
+        replay: Some(hermes_core::ReasoningReplay {
+            api: written.api_mode,
+            base_url: written.base_url.clone(),
+            model: written.model.clone(),
+            items,
+        }),
+        ..answer.message
+    };
+    let request = ChatRequest {
+        model: "o3".into(),
+        messages: vec![ChatMessage::user("go"), message, ChatMessage::tool_result("call_1", "terminal", "ok")],
+        tools: Arc::from([]),
+        max_tokens: None,
+        settings: Default::default(),
+    };
+    let input = |endpoint: &crate::Endpoint| build_request(endpoint, &request)["input"].clone();
+    let same = input(&written);
+    assert_eq!(same[1], item, "reasoning first, before the call it led to");
+    assert_eq!(same[2]["type"], "function_call");
+    for other in [at("https://api.openai.com/v1", "o4-mini"), at("https://gateway.example/v1", "o3")] {
+        assert!(input(&other).as_array().unwrap().iter().all(|i| i["type"] != "reasoning"), "sealed to its writer");
+    }
 }

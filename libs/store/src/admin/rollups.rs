@@ -31,6 +31,7 @@ macro_rules! rollup_query {
             $key,
             " AS key, sum(u.calls)::int8 AS calls, sum(u.prompt_tokens)::int8 AS prompt_tokens,
                     sum(u.completion_tokens)::int8 AS completion_tokens, sum(u.cached_tokens)::int8 AS cached_tokens,
+                    sum(u.cache_write_tokens)::int8 AS cache_write_tokens, sum(u.reasoning_tokens)::int8 AS reasoning_tokens,
                     sum(u.cost_usd)::float8 AS cost_usd, sum(u.unpriced_calls)::int8 AS unpriced_calls,
                     sum(u.turns)::int8 AS turns, sum(u.tool_ms)::int8 AS tool_ms, sum(u.sandbox_ms)::int8 AS sandbox_ms
              FROM usage_daily u LEFT JOIN agents a ON a.tenant_id = u.tenant_id AND a.id = u.agent_id

@@ -22,6 +22,7 @@ fn call(model: &str, prompt: u64, completion: u64) -> ModelCall {
             total_tokens: prompt + completion,
             cached_tokens: 0,
             cache_write_tokens: 0,
+            reasoning_tokens: 0,
         },
         latency_ms: 5,
     }
@@ -90,4 +91,36 @@ async fn rollups_add_up_to_every_call_and_turn_and_need_no_call_to_answer(pool: 
     assert_eq!((theirs.len(), theirs[0].usage.calls), (1, 1), "the other tenant sees its own call only");
     let long = store.admin().usage_rollup(acme.id, today - chrono::Duration::days(400), today, RollupGroup::Day).await;
     assert!(long.is_err(), "a range is bounded");
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn cache_reads_writes_and_reasoning_are_priced_and_rolled_up(pool: PgPool) {
+    let store = common::store(&pool);
+    let acme = common::tenant(&store, "acme").await;
+    let price = ModelPrice {
+        model: "claude-x".into(),
+        input: 3.0,
+        output: 15.0,
+        cached_input: Some(0.3),
+        cache_write: Some(3.75),
+        ..Default::default()
+    };
+    store.tenancy().set_model_price(&price).await.unwrap();
+    let turn = common::queue(&store, &acme, acme.session, "hi").await;
+    // 1 M prompt tokens: 600 K read from the cache, 200 K written to it, 200 K plain; 500 K
+    // out, of which 300 K were thinking.
+    let mut thought = call("claude-x", 1_000_000, 500_000);
+    thought.usage.cached_tokens = 600_000;
+    thought.usage.cache_write_tokens = 200_000;
+    thought.usage.reasoning_tokens = 300_000;
+    store.tenancy().record_model_calls(acme.id, acme.session, turn, &[thought.clone()]).await.unwrap();
+
+    let expected = 0.2 * 3.0 + 0.6 * 0.3 + 0.2 * 3.75 + 0.5 * 15.0;
+    let today = Utc::now().date_naive();
+    let lines = store.admin().usage_rollup(acme.id, today, today, RollupGroup::Model).await.unwrap();
+    let u = &lines[0].usage;
+    assert_eq!((u.cached_tokens, u.cache_write_tokens, u.reasoning_tokens), (600_000, 200_000, 300_000));
+    assert!((u.cost_usd - expected).abs() < 1e-9, "{} != {expected}", u.cost_usd);
+    let stored = store.tenancy().turn_model_calls(acme.id, turn).await.unwrap();
+    assert_eq!(stored[0].usage, thought.usage, "the ledger keeps every count");
 }

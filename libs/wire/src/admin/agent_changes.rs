@@ -74,6 +74,15 @@ pub struct NewAgent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub sandbox: Option<hermes_core::SandboxChoice>,
+    /// Its model's `temperature`, `top_p`, `max_output_tokens`, `reasoning_effort`,
+    /// `thinking_budget` and `fast`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub model_settings: Option<hermes_core::ModelSettings>,
+    /// What API callers may ask per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub client_limits: Option<hermes_core::ClientLimits>,
 }
 
 /// Changes to an agent (absent: unchanged; an empty `soul` or `system_message` clears it).
@@ -109,6 +118,15 @@ pub struct AgentEdit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub sandbox: Option<hermes_core::SandboxChoice>,
+    /// Replaces its model's sampling and reasoning settings (`{}`: the provider's); turns
+    /// claimed after it use them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub model_settings: Option<hermes_core::ModelSettings>,
+    /// Replaces what API callers may ask per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub client_limits: Option<hermes_core::ClientLimits>,
     /// The model that describes images (`{"model": ..., "base_url": ...}`); `null` removes it.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>, nullable)]

@@ -54,6 +54,14 @@ pub struct Agent {
     /// Its sandboxes' image (one of the operator's, by name) and limits; `{}`: the defaults.
     #[schema(value_type = Object)]
     pub sandbox: hermes_core::SandboxChoice,
+    /// Its model's sampling and reasoning: `temperature`, `top_p`, `max_output_tokens`,
+    /// `reasoning_effort` (`none` to `xhigh`), `thinking_budget`, `fast`; `{}`: the provider's.
+    #[schema(value_type = Object)]
+    pub model_settings: hermes_core::ModelSettings,
+    /// What API callers may ask per request: `max_output_tokens`, `max_reasoning_effort`,
+    /// `allow_fast`.
+    #[schema(value_type = Object)]
+    pub client_limits: hermes_core::ClientLimits,
     pub created_at: DateTime<Utc>,
 }
 

@@ -41,7 +41,13 @@ pub struct UsageTotals {
     pub calls: i64,
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
+    /// Prompt tokens read from the provider's cache (billed at its cached price).
     pub cached_tokens: i64,
+    /// Prompt tokens written to the provider's cache (billed at its cache-write price).
+    pub cache_write_tokens: i64,
+    /// Completion tokens spent reasoning or thinking, where the provider reports them (part of
+    /// `completion_tokens`, billed as output).
+    pub reasoning_tokens: i64,
     /// Of the priced calls.
     pub cost_usd: f64,
     /// Calls whose model had no price when they were made (not in `cost_usd`).
@@ -59,6 +65,8 @@ impl UsageTotals {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.cached_tokens += other.cached_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
         self.cost_usd += other.cost_usd;
         self.unpriced_calls += other.unpriced_calls;
         self.turns += other.turns;

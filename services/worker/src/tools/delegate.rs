@@ -252,6 +252,7 @@ impl DelegateTool {
         let aside = Aside {
             model: &model,
             model_name: &self.models.agent.model,
+            settings: &self.models.agent.model_settings,
             tools: &tools,
             tool_ctx: &tool_ctx,
             journal: &mut journal,

@@ -60,6 +60,7 @@ impl Sampler for TurnSampler {
                 messages,
                 tools: std::sync::Arc::from([]),
                 max_tokens: Some(request.max_tokens),
+                settings: Default::default(),
             };
             metrics::counter!("hermes_mcp_sampling_requests_total").increment(1);
             let answer = model.complete(&chat, &mut NoDeltas).await.map_err(|e| {

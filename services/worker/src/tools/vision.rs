@@ -98,8 +98,13 @@ async fn ask(models: &Models, image: &Loaded, prompt: &str) -> Result<String, St
         ContentPart::Text { text: prompt.to_owned() },
         ContentPart::ImageUrl { image_url: ImageUrl { url: image.0.clone(), detail: None } },
     ]));
-    let request =
-        ChatRequest { model: name, messages: vec![message], tools: Arc::from([]), max_tokens: Some(VISION_MAX_TOKENS) };
+    let request = ChatRequest {
+        model: name,
+        messages: vec![message],
+        tools: Arc::from([]),
+        max_tokens: Some(VISION_MAX_TOKENS),
+        settings: Default::default(),
+    };
     for _ in 0..2 {
         let reply = tokio::time::timeout(VISION_TIMEOUT, model.complete(&request, &mut NoDeltas))
             .await

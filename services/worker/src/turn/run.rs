@@ -127,6 +127,7 @@ pub(super) async fn agent_loop(plan: &mut TurnPlan, journal: &mut StoreJournal, 
     let run = Turn {
         model: &plan.model,
         model_name: &plan.agent.model,
+        settings: &plan.agent.model_settings,
         tools: &plan.tools,
         tool_ctx: &plan.tool_ctx,
         journal,

@@ -1,0 +1,171 @@
+//! What each setting adds to each provider's request body, exactly: the body of a call with
+//! the setting, less the body of the same call without it. The fields a provider has no knob
+//! for are not sent.
+
+use std::sync::Arc;
+
+use hermes_core::{ApiMode, ChatMessage, ModelSettings, ReasoningEffort};
+use serde_json::{Map, Value, json};
+
+use crate::anthropic::{AnthropicMessages, CacheTtl};
+use crate::responses::OpenAiResponses;
+use crate::wire::WireApi;
+use crate::{ChatRequest, Endpoint, OpenAiChat};
+
+fn endpoint(provider: &str, base_url: &str, model: &str, api_mode: ApiMode) -> Endpoint {
+    Endpoint { provider: provider.into(), base_url: base_url.into(), model: model.into(), api_mode }
+}
+
+fn openai(model: &str) -> Endpoint {
+    endpoint("openai", "https://api.openai.com/v1", model, ApiMode::ChatCompletions)
+}
+
+fn openrouter(model: &str) -> Endpoint {
+    endpoint("openrouter", "https://openrouter.ai/api/v1", model, ApiMode::ChatCompletions)
+}
+
+fn responses(model: &str) -> Endpoint {
+    endpoint("openai", "https://api.openai.com/v1", model, ApiMode::Responses)
+}
+
+fn anthropic(model: &str) -> Endpoint {
+    endpoint("anthropic", "https://api.anthropic.com/v1", model, ApiMode::AnthropicMessages)
+}
+
+/// The JSON body and `anthropic-beta` header `endpoint`'s transport sends for `settings`.
+fn sent(endpoint: &Endpoint, settings: ModelSettings) -> (Value, Option<String>) {
+    let request = ChatRequest {
+        model: endpoint.model.clone(),
+        messages: vec![ChatMessage::system("be brief"), ChatMessage::user("hi")],
+        tools: Arc::from([]),
+        max_tokens: settings.max_output_tokens,
+        settings,
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let builder = match endpoint.api_mode {
+        ApiMode::ChatCompletions => OpenAiChat::new(http).request(endpoint, &request),
+        ApiMode::Responses => OpenAiResponses::new(http).request(endpoint, &request),
+        ApiMode::AnthropicMessages => AnthropicMessages::new(http, CacheTtl::FiveMinutes).request(endpoint, &request),
+    };
+    let built = builder.build().expect("a request");
+    let beta = built.headers().get("anthropic-beta").map(|v| v.to_str().unwrap().to_owned());
+    let body = serde_json::from_slice(built.body().and_then(|b| b.as_bytes()).expect("a body")).expect("JSON");
+    (body, beta)
+}
+
+/// The fields whose values `settings` changes (new or different), and the beta header.
+fn diff(endpoint: &Endpoint, settings: ModelSettings) -> (Value, Option<String>) {
+    let (plain, _) = sent(endpoint, ModelSettings::default());
+    let (with, beta) = sent(endpoint, settings);
+    let changed: Map<String, Value> = with
+        .as_object()
+        .expect("an object")
+        .iter()
+        .filter(|(k, v)| plain.get(k.as_str()) != Some(v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (Value::Object(changed), beta)
+}
+
+fn effort(e: ReasoningEffort) -> ModelSettings {
+    ModelSettings { reasoning_effort: Some(e), ..Default::default() }
+}
+
+#[test]
+fn each_setting_reaches_each_provider_as_its_own_field() {
+    let sampling = ModelSettings { temperature: Some(0.3), top_p: Some(0.9), ..Default::default() };
+    let capped = ModelSettings { max_output_tokens: Some(2_000), ..Default::default() };
+    let fast = ModelSettings { fast: Some(true), ..Default::default() };
+    let budget = ModelSettings { thinking_budget: Some(2_048), ..Default::default() };
+    let high = effort(ReasoningEffort::High);
+    let none = effort(ReasoningEffort::None);
+    let cases: Vec<(Endpoint, ModelSettings, Value, Option<&str>)> = vec![
+        // OpenAI chat completions.
+        (openai("gpt-4.1"), sampling, json!({"temperature": 0.3, "top_p": 0.9}), None),
+        (openai("gpt-4.1"), capped, json!({"max_tokens": 2000}), None),
+        (openai("o3"), high, json!({"reasoning_effort": "high"}), None),
+        (openai("gpt-5.1"), none, json!({"reasoning_effort": "none"}), None),
+        (openai("gpt-5.1"), fast, json!({"service_tier": "priority"}), None),
+        (openai("gpt-5-codex"), fast, json!({}), None),
+        // OpenRouter: one `reasoning` object, a budget or an effort.
+        (openrouter("openai/o3"), high, json!({"reasoning": {"effort": "high"}}), None),
+        (openrouter("anthropic/claude-sonnet-4.5"), budget, json!({"reasoning": {"max_tokens": 2048}}), None),
+        (openrouter("deepseek/deepseek-r1"), none, json!({"reasoning": {"effort": "none"}}), None),
+        (openrouter("openai/gpt-5.1"), fast, json!({}), None),
+        // The Responses API: summaries and encrypted reasoning asked for with an effort.
+        (
+            responses("gpt-4.1"),
+            high,
+            json!({"reasoning": {"effort": "high", "summary": "auto"}, "include": ["reasoning.encrypted_content"]}),
+            None,
+        ),
+        (responses("gpt-5"), none, json!({"reasoning": {"effort": "none"}, "include": null}), None),
+        (responses("gpt-4.1"), sampling, json!({"temperature": 0.3, "top_p": 0.9}), None),
+        (responses("gpt-4.1"), capped, json!({"max_output_tokens": 2000}), None),
+        (responses("gpt-5.1"), fast, json!({"service_tier": "priority"}), None),
+        // Anthropic: a budget below Claude 4.6 (room left for the answer, sampling dropped).
+        (
+            anthropic("claude-sonnet-4-5"),
+            high,
+            json!({"thinking": {"type": "enabled", "budget_tokens": 16000}, "max_tokens": 20096}),
+            Some("interleaved-thinking-2025-05-14"),
+        ),
+        (
+            anthropic("claude-sonnet-4-5"),
+            ModelSettings { temperature: Some(0.3), top_p: Some(0.97), ..budget },
+            json!({"thinking": {"type": "enabled", "budget_tokens": 2048}, "top_p": 0.97}),
+            Some("interleaved-thinking-2025-05-14"),
+        ),
+        (anthropic("claude-sonnet-4-5"), sampling, json!({"temperature": 0.3, "top_p": 0.9}), None),
+        (
+            anthropic("claude-sonnet-4-5"),
+            ModelSettings { temperature: Some(1.7), ..Default::default() },
+            json!({"temperature": 1.0}),
+            None,
+        ),
+        // Adaptive thinking from Claude 4.6; no sampling after it.
+        (
+            anthropic("claude-opus-4-6"),
+            effort(ReasoningEffort::Xhigh),
+            json!({"thinking": {"type": "adaptive", "display": "summarized"}, "output_config": {"effort": "max"}}),
+            None,
+        ),
+        (
+            anthropic("claude-opus-4-7"),
+            effort(ReasoningEffort::Minimal),
+            json!({"thinking": {"type": "adaptive", "display": "summarized"}, "output_config": {"effort": "low"}}),
+            None,
+        ),
+        (anthropic("claude-opus-4-7"), sampling, json!({}), None),
+        (anthropic("claude-opus-4-6"), fast, json!({"speed": "fast"}), Some("fast-mode-2026-02-01")),
+        (anthropic("claude-opus-4-7"), fast, json!({}), None),
+        (anthropic("claude-sonnet-4-5"), none, json!({}), None),
+    ];
+    for (endpoint, settings, expected, beta) in cases {
+        let (got, got_beta) = diff(&endpoint, settings);
+        // `null` in an expectation: the field the plain call sends is gone.
+        let expected: Map<String, Value> = expected.as_object().cloned().unwrap_or_default();
+        let (gone, changed): (Vec<_>, Vec<_>) = expected.into_iter().partition(|(_, v)| v.is_null());
+        assert_eq!(
+            got,
+            Value::Object(changed.into_iter().collect()),
+            "{} {:?}: {settings:?}",
+            endpoint.model,
+            endpoint.api_mode
+        );
+        let (with, _) = sent(&endpoint, settings);
+        for (field, _) in gone {
+            assert!(with.get(&field).is_none(), "{field} still sent to {}", endpoint.model);
+        }
+        assert_eq!(got_beta.as_deref(), beta, "{} {settings:?}", endpoint.model);
+    }
+}
+
+#[test]
+fn a_gateway_serving_claude_without_settings_sends_what_it_sent_before() {
+    let (body, beta) = sent(&openrouter("anthropic/claude-sonnet-4.5"), ModelSettings::default());
+    let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["messages", "model", "stream", "stream_options"]);
+    assert_eq!(beta, None);
+}
