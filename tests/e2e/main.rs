@@ -55,6 +55,7 @@ mod openapi;
 mod ops;
 mod outbox_crash;
 mod pg_failover;
+mod prompt_caching;
 mod providers;
 mod rabbit_cluster;
 mod redis_sentinel;

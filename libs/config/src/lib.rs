@@ -360,6 +360,9 @@ pub struct LlmConfig {
     pub retry_base_millis: u64,
     /// How long Anthropic keeps cached prompt prefixes: `5m` or `1h` (costs more to write).
     pub anthropic_cache_ttl: AnthropicCacheTtl,
+    /// Hosts of OpenAI-compatible gateways that pass Anthropic's `cache_control` breakpoints on
+    /// to Claude (OpenRouter always does): Claude there is sent the native caching layout.
+    pub prompt_cache_gateways: Vec<String>,
 }
 
 impl Default for LlmConfig {
@@ -370,6 +373,7 @@ impl Default for LlmConfig {
             max_retries: 3,
             retry_base_millis: 5000,
             anthropic_cache_ttl: AnthropicCacheTtl::FiveMinutes,
+            prompt_cache_gateways: Vec::new(),
         }
     }
 }

@@ -19,6 +19,10 @@ use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError, StreamAccumulator};
 #[derive(Clone, Debug)]
 pub struct OpenAiChat {
     http: reqwest::Client,
+    /// How long Claude's cached prefixes live at gateways that cache on request.
+    cache_ttl: crate::anthropic::CacheTtl,
+    /// Hosts of gateways besides OpenRouter that cache Claude's prompts on request.
+    cache_gateways: Arc<[String]>,
 }
 
 /// Builds the shared HTTP client for providers, held to the outbound `policy` (public
@@ -66,10 +70,18 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
     }
 }
 
+/// The messages as sent: as they are, or (Claude through a gateway) with cache breakpoints.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireMessages<'a> {
+    Plain(Vec<WireMessage<'a>>),
+    Cached(Vec<Value>),
+}
+
 #[derive(Serialize)]
 struct WireRequest<'a> {
     model: &'a str,
-    messages: Vec<WireMessage<'a>>,
+    messages: WireMessages<'a>,
     #[serde(skip_serializing_if = "<[Arc<Value>]>::is_empty", serialize_with = "shared_values")]
     tools: &'a [Arc<Value>],
     stream: bool,
@@ -123,9 +135,56 @@ fn shared_values<S: serde::Serializer>(values: &[Arc<Value>], serializer: S) -> 
 }
 
 impl OpenAiChat {
-    pub fn new(http: reqwest::Client) -> Self {
-        Self { http }
+    /// The transport over `http`; Claude at OpenRouter or one of `cache_gateways` (hosts) is
+    /// sent cache breakpoints living `cache_ttl`.
+    pub fn new(http: reqwest::Client, cache_ttl: crate::anthropic::CacheTtl, cache_gateways: Arc<[String]>) -> Self {
+        Self { http, cache_ttl, cache_gateways }
     }
+
+    /// Whether `endpoint` serves Claude through a gateway that caches its prompts only at
+    /// `cache_control` breakpoints (without them every call pays the full input price).
+    fn caches_on_request(&self, endpoint: &Endpoint) -> bool {
+        let gateway = endpoint.provider == "openrouter"
+            || endpoint.host().is_some_and(|h| self.cache_gateways.iter().any(|g| g.eq_ignore_ascii_case(&h)));
+        gateway && crate::models::is_claude(&endpoint.model)
+    }
+}
+
+/// Marks one message as a cache breakpoint, as gateways pass it on to Anthropic: on its last
+/// content part (text becomes one part), or on the message when it has no content. Tool
+/// results take none (gateways do not carry it to Anthropic's tool_result).
+fn mark(message: &mut Value, marker: &Value) {
+    if message["role"] == "tool" {
+        return;
+    }
+    match message.get_mut("content") {
+        Some(Value::String(text)) if !text.is_empty() => {
+            let text = std::mem::take(text);
+            message["content"] = serde_json::json!([{"type": "text", "text": text, "cache_control": marker}]);
+        }
+        Some(Value::Array(parts)) if !parts.is_empty() => {
+            if let Some(last) = parts.last_mut() {
+                last["cache_control"] = marker.clone();
+            }
+        }
+        _ => message["cache_control"] = marker.clone(),
+    }
+}
+
+/// Anthropic's `system_and_3` layout on chat messages: the first system message and the last
+/// three others are breakpoints, so each call reads the conversation so far from the cache.
+fn with_breakpoints(messages: &[ChatMessage], ttl: crate::anthropic::CacheTtl) -> Vec<Value> {
+    let marker = crate::anthropic::cache_control(ttl);
+    let mut out: Vec<Value> =
+        messages.iter().map(|m| serde_json::to_value(WireMessage::from(m)).unwrap_or(Value::Null)).collect();
+    if let Some(system) = out.first_mut().filter(|m| m["role"] == "system") {
+        mark(system, &marker);
+    }
+    let others: Vec<usize> = (0..out.len()).filter(|&i| out[i]["role"] != "system").collect();
+    for &i in others.iter().skip(others.len().saturating_sub(3)) {
+        mark(&mut out[i], &marker);
+    }
+    out
 }
 
 impl WireApi for OpenAiChat {
@@ -136,7 +195,11 @@ impl WireApi for OpenAiChat {
     fn request(&self, endpoint: &Endpoint, request: &ChatRequest) -> reqwest::RequestBuilder {
         let body = WireRequest {
             model: &endpoint.model,
-            messages: request.messages.iter().map(WireMessage::from).collect(),
+            messages: if self.caches_on_request(endpoint) {
+                WireMessages::Cached(with_breakpoints(&request.messages, self.cache_ttl))
+            } else {
+                WireMessages::Plain(request.messages.iter().map(WireMessage::from).collect())
+            },
             tools: &request.tools,
             stream: true,
             stream_options: serde_json::json!({ "include_usage": true }),

@@ -44,7 +44,10 @@ fn sent(endpoint: &Endpoint, settings: ModelSettings) -> (Value, Option<String>)
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
     let builder = match endpoint.api_mode {
-        ApiMode::ChatCompletions => OpenAiChat::new(http).request(endpoint, &request),
+        ApiMode::ChatCompletions => {
+            OpenAiChat::new(http, CacheTtl::FiveMinutes, Arc::from(["gateway.example".to_owned()]))
+                .request(endpoint, &request)
+        }
         ApiMode::Responses => OpenAiResponses::new(http).request(endpoint, &request),
         ApiMode::AnthropicMessages => AnthropicMessages::new(http, CacheTtl::FiveMinutes).request(endpoint, &request),
     };
@@ -163,9 +166,49 @@ fn each_setting_reaches_each_provider_as_its_own_field() {
 }
 
 #[test]
-fn a_gateway_serving_claude_without_settings_sends_what_it_sent_before() {
-    let (body, beta) = sent(&openrouter("anthropic/claude-sonnet-4.5"), ModelSettings::default());
-    let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["messages", "model", "stream", "stream_options"]);
-    assert_eq!(beta, None);
+fn claude_through_a_caching_gateway_gets_the_native_breakpoint_layout() {
+    use hermes_core::{ToolCall, ToolCallFunction};
+    let call = ToolCall {
+        id: "c1".into(),
+        kind: "function".into(),
+        function: ToolCallFunction { name: "terminal".into(), arguments: "{}".into() },
+    };
+    let request = ChatRequest {
+        model: "m".into(),
+        messages: vec![
+            ChatMessage::system("stable prompt"),
+            ChatMessage::system("request note"),
+            ChatMessage::user("first"),
+            ChatMessage::assistant("answer"),
+            ChatMessage::user("run it"),
+            ChatMessage { tool_calls: vec![call], content: None, ..ChatMessage::assistant("") },
+            ChatMessage::tool_result("c1", "terminal", "ok"),
+        ],
+        tools: Arc::from([]),
+        max_tokens: None,
+        settings: ModelSettings::default(),
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let chat = OpenAiChat::new(http, CacheTtl::OneHour, Arc::from(["gateway.example".to_owned()]));
+    let body = |endpoint: &Endpoint| -> Value {
+        let built = chat.request(endpoint, &request).build().unwrap();
+        serde_json::from_slice(built.body().unwrap().as_bytes().unwrap()).unwrap()
+    };
+    let marker = json!({"type": "ephemeral", "ttl": "1h"});
+    let gateway =
+        endpoint("custom:gateway.example", "https://gateway.example/v1", "claude-sonnet-4.5", ApiMode::ChatCompletions);
+    for claude in [openrouter("anthropic/claude-sonnet-4.5"), gateway] {
+        let messages = body(&claude)["messages"].clone();
+        assert_eq!(messages[0]["content"], json!([{"type": "text", "text": "stable prompt", "cache_control": marker}]));
+        assert_eq!(messages[1]["content"], "request note", "one system breakpoint");
+        assert_eq!(messages[2]["content"], "first", "older turns are read through the later breakpoints");
+        assert_eq!(messages[3]["content"], "answer");
+        assert_eq!(messages[4]["content"], json!([{"type": "text", "text": "run it", "cache_control": marker}]));
+        assert_eq!(messages[5]["cache_control"], marker, "a message without text is marked whole");
+        assert!(messages[6].get("cache_control").is_none() && messages[6]["content"] == "ok", "tool results are not");
+    }
+    for other in [openrouter("openai/gpt-5.1"), openai("claude-sonnet-4.5")] {
+        assert!(!body(&other).to_string().contains("cache_control"), "{}", other.model);
+    }
 }

@@ -3,6 +3,8 @@
 //! endpoint; what each is held to ([`Transport`], [`Endpoint`]) lives below them all, in
 //! `endpoint.rs`, and is re-exported here.
 
+use std::sync::Arc;
+
 use crate::{ChatRequest, ChatResponse, DeltaSink};
 
 pub use crate::endpoint::{ApiMode, Endpoint, SendError, Transport, resolve_api_mode};
@@ -16,10 +18,11 @@ pub struct AnyTransport {
 }
 
 impl AnyTransport {
-    /// The transports over one shared HTTP client.
-    pub fn new(http: reqwest::Client, cache_ttl: crate::anthropic::CacheTtl) -> Self {
+    /// The transports over one shared HTTP client; Claude's prompts are cached for
+    /// `cache_ttl`, natively and at OpenRouter and the `cache_gateways` (hosts).
+    pub fn new(http: reqwest::Client, cache_ttl: crate::anthropic::CacheTtl, cache_gateways: Arc<[String]>) -> Self {
         Self {
-            chat: crate::OpenAiChat::new(http.clone()),
+            chat: crate::OpenAiChat::new(http.clone(), cache_ttl, cache_gateways),
             anthropic: crate::anthropic::AnthropicMessages::new(http.clone(), cache_ttl),
             responses: crate::responses::OpenAiResponses::new(http),
         }

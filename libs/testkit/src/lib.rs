@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod multipart;
 pub mod oidc;
 pub mod otlp;
+mod prompt_cache;
 pub mod receiver;
 mod reply;
 mod served;

@@ -58,6 +58,8 @@ pub(crate) struct Shared {
     pub(crate) default_latency: Mutex<Duration>,
     /// Requests are kept for `requests()` unless a long load test turned that off.
     pub(crate) forget_requests: std::sync::atomic::AtomicBool,
+    /// Claude's prompt cache behind a gateway (requests with `cache_control`).
+    pub(crate) prompt_cache: crate::prompt_cache::PromptCache,
     /// Thinking signatures handed out (Anthropic), with the thinking each signs.
     pub(crate) signatures: Mutex<std::collections::HashMap<String, String>>,
 }
@@ -211,7 +213,11 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body):
     let model = body.get("model").and_then(Value::as_str).unwrap_or("scripted").to_owned();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
-    let prompt_tokens = estimate_tokens(&body.get("messages").map(Value::to_string).unwrap_or_default());
+    let cache = shared.prompt_cache.account(&body);
+    let prompt_tokens = cache
+        .map_or_else(|| estimate_tokens(&body.get("messages").map(Value::to_string).unwrap_or_default()), |c| c.total);
+    let cache = cache.unwrap_or_default();
+    let usage_json = |prompt: u64, completion: u64| usage_json(prompt, completion, cache);
     match reply {
         ScriptedReply::Error { status, message, .. } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -267,8 +273,13 @@ pub(crate) fn uuid_like() -> String {
     format!("{:08x}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
-fn usage_json(prompt: u64, completion: u64) -> Value {
-    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+fn usage_json(prompt: u64, completion: u64, cache: crate::prompt_cache::CacheUse) -> Value {
+    let mut usage =
+        json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion});
+    if cache.read + cache.written > 0 {
+        usage["prompt_tokens_details"] = json!({"cached_tokens": cache.read, "cache_write_tokens": cache.written});
+    }
+    usage
 }
 
 pub(crate) fn split_words(text: &str) -> Vec<String> {

@@ -318,6 +318,8 @@ const messages = {
   sandboxImage: ['Sandbox image', '沙箱镜像'],
   sandboxCpus: ['Sandbox CPUs', '沙箱 CPU'],
   sandboxMemory: ['Sandbox memory (MB)', '沙箱内存（MB）'],
+  reasoningEffort: ['Reasoning effort', '推理强度'],
+  temperature: ['Temperature', '温度'],
   workspace_person: ['One per person', '每人一个'],
   workspace_agent: ['One shared by everyone', '所有人共用一个'],
   workspace_session: ['One per conversation', '每个会话一个'],

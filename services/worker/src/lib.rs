@@ -167,6 +167,7 @@ fn model_deps(ctx: &WorkerContext) -> models::ModelDeps {
         key_pools: ctx.cache.key_pools(),
         secrets: ctx.secrets.clone(),
         llm: ctx.config.llm.clone(),
+        cache_gateways: ctx.config.llm.prompt_cache_gateways.iter().map(|h| h.to_ascii_lowercase()).collect(),
         aux_failed_at: Default::default(),
     }
 }

@@ -36,6 +36,8 @@ pub(crate) struct ModelDeps {
     pub key_pools: KeyPools,
     pub secrets: Option<SecretBox>,
     pub llm: LlmConfig,
+    /// `llm.prompt_cache_gateways`, shared by every transport built.
+    pub cache_gateways: Arc<[String]>,
     /// When each agent's auxiliary model last failed (it rests before the next summary).
     pub aux_failed_at: Mutex<HashMap<AgentId, Instant>>,
 }
@@ -99,8 +101,9 @@ impl Models {
             AnthropicCacheTtl::OneHour => CacheTtl::OneHour,
         };
         let models = chain.iter().map(|e| e.model.clone()).collect();
-        let inner = ResilientModel::new(AnyTransport::new(self.deps.http.clone(), ttl), self.keys(), chain, retry)
-            .with_meter(self.meter.clone(), purpose);
+        let gateways = self.deps.cache_gateways.clone();
+        let transport = AnyTransport::new(self.deps.http.clone(), ttl, gateways);
+        let inner = ResilientModel::new(transport, self.keys(), chain, retry).with_meter(self.meter.clone(), purpose);
         // A reservation outlives every attempt the call may make, then lapses.
         let attempts = u64::from(cfg.max_retries) + 1;
         let lease =

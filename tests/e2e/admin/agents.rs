@@ -39,6 +39,19 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
     assert_eq!((s, own["workspace"].as_str()), (200, Some("person")));
     let (s, odd) = owner.call(&env, Method::PATCH, &path, Some(json!({"sandbox": {"shell": "zsh"}}))).await;
     assert!(s == 400 && odd["error"]["message"].as_str().unwrap().contains("unknown field `shell`"), "{odd}");
+    // Model settings and what API callers may ask, each kept when only the other changes.
+    let thinking = json!({"model_settings": {"reasoning_effort": "high", "temperature": 0.4, "fast": true}});
+    let (s, set) = owner.call(&env, Method::PATCH, &path, Some(thinking)).await;
+    assert_eq!((s, set["model_settings"]["reasoning_effort"].as_str()), (200, Some("high")), "{set}");
+    let limits = json!({"client_limits": {"max_output_tokens": 4000, "max_reasoning_effort": "medium"}});
+    let (s, limited) = owner.call(&env, Method::PATCH, &path, Some(limits)).await;
+    assert_eq!((s, limited["client_limits"]["max_output_tokens"].as_u64()), (200, Some(4000)));
+    assert_eq!(limited["model_settings"], json!({"reasoning_effort": "high", "temperature": 0.4, "fast": true}));
+    let stored = env.store.agents().agent_by_name(acme, "helper").await.unwrap();
+    assert_eq!(stored.model_settings.reasoning_effort, Some(hermes_core::ReasoningEffort::High));
+    let extreme = json!({"model_settings": {"reasoning_effort": "extreme"}});
+    let (s, odd) = owner.call(&env, Method::PATCH, &path, Some(extreme)).await;
+    assert!(s == 400 && odd["error"]["message"].as_str().unwrap().contains("extreme"), "{odd}");
     let (s, cleared) = owner.call(&env, Method::PATCH, &path, Some(json!({"soul": ""}))).await;
     assert_eq!((s, cleared["soul"].clone()), (200, json!(null)), "an empty SOUL clears it");
     // Images: a vision model and the mode, set together; `null` takes the model away again.
@@ -63,6 +76,9 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
         (json!({"sandbox": {"image": "gpu"}}), "sandbox"),
         (json!({"sandbox": {"cpus": 64.0}}), "sandbox"),
         (json!({"sandbox": {"memory_mb": 0}}), "sandbox"),
+        (json!({"model_settings": {"temperature": 3.0}}), "model_settings"),
+        (json!({"model_settings": {"thinking_budget": 100}}), "model_settings"),
+        (json!({"client_limits": {"max_output_tokens": 0}}), "client_limits"),
         (json!({"vision_model": {"model": "m", "base_url": "http://10.0.0.8/v1"}}), "vision_model"),
         (json!({"fallbacks": [{"model": "m", "base_url": "http://169.254.169.254/v1"}]}), "fallbacks"),
     ] {

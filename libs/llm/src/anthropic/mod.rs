@@ -9,6 +9,7 @@ use crate::ChatRequest;
 use crate::endpoint::Endpoint;
 use crate::wire::{KeyHeader, WireApi};
 
+pub(crate) use request::cache_control;
 pub use request::{CacheTtl, build_request};
 pub use stream::AnthropicAccumulator;
 

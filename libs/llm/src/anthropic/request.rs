@@ -26,7 +26,8 @@ pub enum CacheTtl {
     OneHour,
 }
 
-fn cache_control(ttl: CacheTtl) -> Value {
+/// The breakpoint marker for `ttl`.
+pub(crate) fn cache_control(ttl: CacheTtl) -> Value {
     match ttl {
         CacheTtl::FiveMinutes => json!({"type": "ephemeral"}),
         CacheTtl::OneHour => json!({"type": "ephemeral", "ttl": "1h"}),

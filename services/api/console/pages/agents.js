@@ -105,10 +105,13 @@ export async function agentPage(section, ctx, agentId) {
   const image = h('select', {}, offer.images.map((i) => h('option', { value: i.name, selected: i.name === chosen }, i.carries ? `${i.name}: ${i.carries}` : i.name)));
   const cpus = h('input', { type: 'number', min: '0.1', step: '0.1', max: String(offer.max_cpus), value: a.sandbox?.cpus ?? '', placeholder: t('default') });
   const memory = h('input', { type: 'number', min: '64', step: '64', max: String(offer.max_memory_mb), value: a.sandbox?.memory_mb ?? '', placeholder: t('default') });
+  const efforts = ['', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
+  const effort = h('select', {}, efforts.map((e) => h('option', { value: e, selected: e === (a.model_settings?.reasoning_effort || '') }, e || t('default'))));
+  const temperature = h('input', { type: 'number', min: '0', max: '2', step: '0.1', value: a.model_settings?.temperature ?? '', placeholder: t('default') });
   const eye = h('input', { type: 'text', value: a.vision_model?.model || '', placeholder: 'gpt-4o-mini' });
   const eyeUrl = h('input', { type: 'url', value: a.vision_model?.base_url || '', placeholder: 'https://api.openai.com/v1' });
   const status = h('div', { 'aria-live': 'polite' });
-  for (const control of [model, soul, egress, mode, images, workspace, image, cpus, memory, eye, eyeUrl]) if (!edit) control.setAttribute('disabled', '');
+  for (const control of [model, soul, egress, mode, images, workspace, image, cpus, memory, effort, temperature, eye, eyeUrl]) if (!edit) control.setAttribute('disabled', '');
   // Both fields set a vision model; both emptied take it away; otherwise it stays as it is.
   const visionModel = () => {
     if (eye.value.trim() && eyeUrl.value.trim()) return { model: eye.value.trim(), base_url: eyeUrl.value.trim() };
@@ -128,6 +131,11 @@ export async function agentPage(section, ctx, agentId) {
           cpus: cpus.value ? Number(cpus.value) : undefined,
           memory_mb: memory.value ? Number(memory.value) : undefined,
         },
+        model_settings: {
+          ...(a.model_settings || {}),
+          reasoning_effort: effort.value || undefined,
+          temperature: temperature.value ? Number(temperature.value) : undefined,
+        },
       });
       status.replaceChildren(notice('ok', t('saved')));
     }, status),
@@ -135,7 +143,8 @@ export async function agentPage(section, ctx, agentId) {
   field(t('model'), model), field(t('soul'), soul), toolsets.element,
   h('div', { class: 'field inline' }, egress, h('label', { for: 'agent-egress' }, t('egress'))),
   field(t('approvalMode'), mode), field(t('imageMode'), images), field(t('workspace'), workspace),
-  field(t('sandboxImage'), image), field(t('sandboxCpus'), cpus), field(t('sandboxMemory'), memory), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
+  field(t('sandboxImage'), image), field(t('sandboxCpus'), cpus), field(t('sandboxMemory'), memory),
+  field(t('reasoningEffort'), effort), field(t('temperature'), temperature), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
   edit ? h('button', { type: 'submit' }, t('save')) : null, status));
   await mcpSection(section, ctx, a, edit);
   await secretsSection(section, ctx, a, edit);
