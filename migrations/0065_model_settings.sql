@@ -7,6 +7,10 @@ ALTER TABLE agents
     ADD COLUMN IF NOT EXISTS model_settings jsonb NOT NULL DEFAULT '{}'::jsonb,
     ADD COLUMN IF NOT EXISTS client_limits jsonb NOT NULL DEFAULT '{}'::jsonb;
 
+-- What an API request asked of the model (temperature, top_p, max tokens, reasoning effort,
+-- priority), within its agent's `client_limits`: over the agent's settings for that turn only.
+ALTER TABLE turns ADD COLUMN IF NOT EXISTS model_settings jsonb;
+
 -- Reasoning a provider wants back verbatim on later calls (Anthropic's signed thinking blocks,
 -- the Responses API's encrypted reasoning items), with the endpoint and model that wrote it
 -- (`hermes_core::ReasoningReplay`). Never shown to clients.

@@ -209,3 +209,59 @@ async fn a_thinking_claude_agent_sends_its_signed_thinking_back_between_tool_cal
     assert!(!body.to_string().contains(&signatures[0]), "no signature reaches the client");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn api_callers_set_sampling_and_reasoning_per_request_within_the_agents_limits() {
+    let env = TestEnv::start().await;
+    let (_, _, key) = env.tenant("acme", "helper").await;
+    sqlx::query(
+        "UPDATE agents SET model_settings = '{\"temperature\": 0.7}',
+                client_limits = '{\"max_output_tokens\": 1000, \"max_reasoning_effort\": \"medium\"}'",
+    )
+    .execute(&env.db)
+    .await
+    .unwrap();
+    let asked = serde_json::json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}],
+        "top_p": 0.5, "max_completion_tokens": 800, "reasoning_effort": "low"});
+    let resp = env.chat(&key, asked).await;
+    assert_eq!(resp.status(), 200);
+    let sent = &env.llm.requests()[0].body;
+    assert_eq!(
+        (sent["temperature"].clone(), sent["top_p"].clone(), sent["max_tokens"].clone(), sent["reasoning_effort"].clone()),
+        (serde_json::json!(0.7), serde_json::json!(0.5), serde_json::json!(800), serde_json::json!("low")),
+        "the agent's temperature, the request's others"
+    );
+    // The next request asks nothing: the agent's settings alone.
+    let resp = env.chat(&key, ask("helper", "again")).await;
+    assert_eq!(resp.status(), 200);
+    let sent = &env.llm.requests()[1].body;
+    assert!(sent.get("top_p").is_none() && sent.get("reasoning_effort").is_none(), "{sent}");
+    // Beyond the agent's limits, or out of range: refused before anything runs.
+    for (extra, param) in [
+        (serde_json::json!({"max_tokens": 5000}), "max_tokens"),
+        (serde_json::json!({"reasoning_effort": "high"}), "reasoning_effort"),
+        (serde_json::json!({"service_tier": "priority"}), "service_tier"),
+        (serde_json::json!({"temperature": "warm"}), "temperature"),
+    ] {
+        let mut body = ask("helper", "too much");
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let resp = env.chat(&key, body).await;
+        assert_eq!(resp.status(), 400);
+        let error: Value = resp.json().await.unwrap();
+        assert_eq!(error["error"]["param"], param, "{error}");
+    }
+    assert_eq!(env.llm.requests().len(), 2);
+    // The Responses API takes `reasoning.effort` and `max_output_tokens`.
+    let resp = env
+        .http
+        .post(format!("{}/v1/responses", env.api_url))
+        .bearer_auth(&key)
+        .json(&serde_json::json!({"model": "helper", "input": "hi", "reasoning": {"effort": "medium"}, "max_output_tokens": 300}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let sent = &env.llm.requests()[2].body;
+    assert_eq!((sent["reasoning_effort"].as_str(), sent["max_tokens"].as_u64()), (Some("medium"), Some(300)));
+    env.stop().await;
+}

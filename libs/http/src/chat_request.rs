@@ -22,6 +22,8 @@ pub use hermes_wire::v1::ChatCompletionRequest;
 #[derive(Debug)]
 pub struct ParsedChat {
     pub model: Option<String>,
+    /// What the request asks of the model (checked against the agent's limits later).
+    pub settings: hermes_core::ModelSettings,
     pub stream: bool,
     pub include_usage: bool,
     pub instructions: Option<String>,
@@ -49,6 +51,17 @@ impl TryFrom<ChatCompletionRequest> for ParsedChat {
 
     fn try_from(request: ChatCompletionRequest) -> Result<Self, ApiError> {
         let stream = request_bool(request.stream, "stream", false)?;
+        let max_tokens = match request.max_completion_tokens {
+            Some(v) if !v.is_null() => (Some(v), "max_completion_tokens"),
+            _ => (request.max_tokens, "max_tokens"),
+        };
+        let settings = crate::sampling::requested(crate::sampling::Asked {
+            temperature: request.temperature,
+            top_p: request.top_p,
+            max_tokens,
+            effort: (request.reasoning_effort, "reasoning_effort"),
+            service_tier: request.service_tier,
+        })?;
         let include_usage = request
             .stream_options
             .as_ref()
@@ -90,6 +103,7 @@ impl TryFrom<ChatCompletionRequest> for ParsedChat {
         let model = request.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
         Ok(ParsedChat {
             model,
+            settings,
             stream,
             include_usage,
             instructions: (!instructions.is_empty()).then(|| instructions.join("\n\n")),

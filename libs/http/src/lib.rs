@@ -5,6 +5,8 @@
 //! signed webhook deliveries ([`signed`]).
 
 pub mod chat_request;
+mod sampling;
+pub use sampling::{Asked, allowed as allowed_settings, requested as requested_settings};
 mod error;
 mod handle;
 mod json;

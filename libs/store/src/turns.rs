@@ -114,6 +114,9 @@ pub struct NewTurn {
     /// The trace the turn continues (the request's or chat message's); kept with the turn so
     /// a resumed turn stays in it.
     pub trace: Option<hermes_core::trace::TraceParent>,
+    /// What an API request asked of the model, within its agent's limits (over the agent's
+    /// settings for this turn only).
+    pub model_settings: Option<hermes_core::ModelSettings>,
 }
 
 impl NewTurn {
@@ -132,6 +135,7 @@ impl NewTurn {
             response: None,
             reply_to: None,
             trace: None,
+            model_settings: None,
         }
     }
 }
@@ -172,6 +176,8 @@ pub struct ClaimedTurn {
     /// The trace the turn was enqueued in (a malformed stored value is no trace).
     #[sqlx(rename = "trace_parent", try_from = "crate::rows::MaybeText")]
     pub trace: Option<hermes_core::trace::TraceParent>,
+    /// What the request asked of the model, over the agent's settings.
+    pub model_settings: Option<sqlx::types::Json<hermes_core::ModelSettings>>,
 }
 
 /// What extending a lease found: whether it was extended, and the turn's state.
@@ -425,7 +431,7 @@ pub(crate) async fn claim_next_turn_on(
                    lease_expires_at = now() + make_interval(secs => $5), attempts = attempts + 1,
                    started_at = COALESCE(started_at, now())
             FROM claimable WHERE turns.id = claimable.id
-            RETURNING turns.id, attempts, input, instructions, stream, notify_hub, trace_parent
+            RETURNING turns.id, attempts, input, instructions, stream, notify_hub, trace_parent, model_settings
          )
          SELECT t.*, s.*, $2::uuid AS session_id FROM t CROSS JOIN s",
     )

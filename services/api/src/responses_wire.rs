@@ -29,6 +29,8 @@ pub(crate) enum Continues {
 /// A checked request.
 #[derive(Debug)]
 pub(crate) struct ParsedResponses {
+    /// What the request asks of the model (checked against the agent's limits later).
+    pub settings: hermes_core::ModelSettings,
     pub model: Option<String>,
     pub stream: bool,
     pub store: bool,
@@ -144,6 +146,21 @@ impl TryFrom<ResponsesRequest> for ParsedResponses {
     fn try_from(request: ResponsesRequest) -> Result<Self, ApiError> {
         let stream = request_bool(request.stream, "stream", false)?;
         let store = request_bool(request.store, "store", true)?;
+        let effort = match request.reasoning {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(reasoning)) => reasoning.get("effort").cloned(),
+            Some(_) => {
+                return Err(ApiError::invalid_request(ErrorCode::InvalidType, "reasoning must be an object")
+                    .with_param("reasoning"));
+            }
+        };
+        let settings = hermes_http::requested_settings(hermes_http::Asked {
+            temperature: request.temperature,
+            top_p: request.top_p,
+            max_tokens: (request.max_output_tokens, "max_output_tokens"),
+            effort: (effort, "reasoning.effort"),
+            service_tier: request.service_tier,
+        })?;
         let auto_truncation = match text_field(request.truncation, "truncation")?.as_deref() {
             None | Some("disabled") => false,
             Some("auto") => true,
@@ -198,6 +215,7 @@ impl TryFrom<ResponsesRequest> for ParsedResponses {
         let model = request.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
         Ok(ParsedResponses {
             model,
+            settings,
             stream,
             store,
             auto_truncation,

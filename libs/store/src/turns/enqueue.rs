@@ -89,8 +89,8 @@ async fn new_session_turn(
             VALUES ($1, $2, $3, $4, 1, $5, $6) RETURNING id
          )
          INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub, api_key_id, reply_to,
-                            trace_parent)
-         SELECT $7, $2, s.id, $8, $9, $10, $11, $12, $13, $14 FROM s",
+                            trace_parent, model_settings)
+         SELECT $7, $2, s.id, $8, $9, $10, $11, $12, $13, $14, $15 FROM s",
     )
     .bind(session_id.as_uuid())
     .bind(tenant.as_uuid())
@@ -106,6 +106,7 @@ async fn new_session_turn(
     .bind(new.api_key.map(|k| k.as_uuid()))
     .bind(new.reply_to.as_ref().map(sqlx::types::Json))
     .bind(new.trace.as_ref().map(|t| t.as_str()))
+    .bind(new.model_settings.as_ref().map(sqlx::types::Json))
     .execute(conn)
     .await?;
     Ok((session_id, turn_id))
@@ -220,8 +221,8 @@ pub(crate) async fn enqueue_in(
     };
     sqlx::query(
         "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub, api_key_id, reply_to,
-                            trace_parent)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                            trace_parent, model_settings)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(turn_id.as_uuid())
     .bind(tenant.as_uuid())
@@ -233,6 +234,7 @@ pub(crate) async fn enqueue_in(
     .bind(new.api_key.map(|k| k.as_uuid()))
     .bind(new.reply_to.as_ref().map(sqlx::types::Json))
     .bind(new.trace.as_ref().map(|t| t.as_str()))
+    .bind(new.model_settings.as_ref().map(sqlx::types::Json))
     .execute(&mut *tx)
     .await?;
     if let Some(response) = &new.response {

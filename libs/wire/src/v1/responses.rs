@@ -45,6 +45,26 @@ pub struct ResponsesRequest {
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub truncation: Option<Value>,
+    /// 0 to 2: this turn's sampling temperature (the agent's otherwise).
+    #[serde(default)]
+    #[schema(value_type = Option<f64>)]
+    pub temperature: Option<Value>,
+    /// Above 0, at most 1.
+    #[serde(default)]
+    #[schema(value_type = Option<f64>)]
+    pub top_p: Option<Value>,
+    /// The output cap of each model call, at most the agent's `client_limits.max_output_tokens`.
+    #[serde(default)]
+    #[schema(value_type = Option<u32>)]
+    pub max_output_tokens: Option<Value>,
+    /// `{"effort": ...}`: `none` to `xhigh`, at most the agent's `client_limits.max_reasoning_effort`.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub reasoning: Option<Value>,
+    /// `priority` (where the agent's `client_limits.allow_fast` allows it), `auto` or `default`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub service_tier: Option<Value>,
 }
 
 /// Always `response`.

@@ -251,6 +251,10 @@ impl Planner<'_> {
         if origin == Origin::Cron {
             setup::apply_job_settings(&self.rt.ctx.store, self.tenant, self.turn.turn_id, &mut agent).await?;
         }
+        // What the API request asked of the model, over the agent's own settings.
+        if let Some(asked) = &self.turn.model_settings {
+            agent.model_settings = agent.model_settings.overlaid(asked);
+        }
         let loads_skills = ToolsetName::Skills.enabled_in(&agent.toolsets);
         origin.restrict(&mut agent.toolsets);
         // The API key's, the chat's and the webhook's limits: narrower tools for wider audiences.
