@@ -7,6 +7,10 @@ ALTER TABLE agents
     ADD COLUMN IF NOT EXISTS model_settings jsonb NOT NULL DEFAULT '{}'::jsonb,
     ADD COLUMN IF NOT EXISTS client_limits jsonb NOT NULL DEFAULT '{}'::jsonb;
 
+-- What a conversation's chat commands asked of the model (`/reasoning`, `/fast`), over its
+-- agent's settings.
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS model_settings jsonb NOT NULL DEFAULT '{}'::jsonb;
+
 -- What an API request asked of the model (temperature, top_p, max tokens, reasoning effort,
 -- priority), within its agent's `client_limits`: over the agent's settings for that turn only.
 ALTER TABLE turns ADD COLUMN IF NOT EXISTS model_settings jsonb;

@@ -136,3 +136,37 @@ async fn compress_summarises_a_long_conversation_now_and_it_goes_on_from_the_sum
     assert!(seen.len() < 32, "the next turn starts from the summary ({} messages)", seen.len());
     pod.stop_with(env).await;
 }
+
+#[tokio::test]
+async fn reasoning_and_fast_set_what_this_conversation_asks_of_the_model_within_the_agents_limits() {
+    let (env, tg, _, pod) = chat_stack_with(open_bot, None).await;
+    tg.user_says(TOKEN, 42, "/reasoning high");
+    let got = sent(&tg, 1).await;
+    assert_eq!(got[0].text, "No conversation yet: just write to me.");
+    exchange(&env, &tg, (42, "hello"), "Hi.", 2).await;
+    assert!(env.llm.requests()[0].body.get("reasoning_effort").is_none(), "the model's default at first");
+
+    sqlx::query("UPDATE agents SET client_limits = '{\"max_reasoning_effort\": \"medium\"}'")
+        .execute(&env.db)
+        .await
+        .unwrap();
+    tg.user_says(TOKEN, 42, "/reasoning high");
+    assert_eq!(sent(&tg, 3).await[2].text, "This bot allows at most “medium” here.");
+    tg.user_says(TOKEN, 42, "/reasoning loud");
+    assert!(sent(&tg, 4).await[3].text.starts_with("I don't know the effort “loud”"));
+    tg.user_says(TOKEN, 42, "/reasoning low");
+    assert_eq!(sent(&tg, 5).await[4].text, "Reasoning effort for this conversation: low. The next message uses it.");
+    tg.user_says(TOKEN, 42, "/fast");
+    assert_eq!(sent(&tg, 6).await[5].text, "This bot's admins have not allowed priority processing (it costs more).");
+    exchange(&env, &tg, (42, "think a little"), "Thought.", 7).await;
+    let body = env.llm.requests().last().unwrap().body.clone();
+    assert_eq!(body["reasoning_effort"], "low", "{body}");
+    tg.user_says(TOKEN, 42, "/reasoning");
+    assert!(sent(&tg, 8).await[7].text.starts_with("Reasoning effort here: low."));
+    // A fresh conversation starts from the agent's settings again.
+    tg.user_says(TOKEN, 42, "/new");
+    sent(&tg, 9).await;
+    exchange(&env, &tg, (42, "again"), "Again.", 10).await;
+    assert!(env.llm.requests().last().unwrap().body.get("reasoning_effort").is_none());
+    pod.stop_with(env).await;
+}

@@ -227,7 +227,12 @@ async fn api_callers_set_sampling_and_reasoning_per_request_within_the_agents_li
     assert_eq!(resp.status(), 200);
     let sent = &env.llm.requests()[0].body;
     assert_eq!(
-        (sent["temperature"].clone(), sent["top_p"].clone(), sent["max_tokens"].clone(), sent["reasoning_effort"].clone()),
+        (
+            sent["temperature"].clone(),
+            sent["top_p"].clone(),
+            sent["max_tokens"].clone(),
+            sent["reasoning_effort"].clone()
+        ),
         (serde_json::json!(0.7), serde_json::json!(0.5), serde_json::json!(800), serde_json::json!("low")),
         "the agent's temperature, the request's others"
     );

@@ -24,6 +24,8 @@ pub enum ChatCommand {
     Skills,
     Memory,
     Model,
+    Reasoning,
+    Fast,
     Usage,
     Voice,
     Approve,
@@ -120,7 +122,7 @@ use ChatCommand as C;
 use RunsIn::{GatewayWhenBare, Worker};
 
 /// Every command, in the menu's order (`/help` names them in the same order).
-pub static COMMANDS: [CommandSpec; 27] = [
+pub static COMMANDS: [CommandSpec; 29] = [
     spec(C::New, "new", "Start a fresh conversation").aliases(&["reset"]).help("/new starts a fresh conversation"),
     spec(C::Stop, "stop", "Stop what I'm doing").help("/stop stops my current work"),
     spec(C::Retry, "retry", "Ask your last message again").help("/retry asks again"),
@@ -150,6 +152,9 @@ pub static COMMANDS: [CommandSpec; 27] = [
     spec(C::Skills, "skills", "What I know how to do").help("/skills lists what I know how to do"),
     spec(C::Memory, "memory", "What I remember").help("/memory shows what I remember").access(AdminsByDefault),
     spec(C::Model, "model", "Show or switch my model").help("/model shows my model").access(AdminsByDefault),
+    spec(C::Reasoning, "reasoning", "How hard I think here: /reasoning none|low|medium|high|xhigh|default")
+        .help("/reasoning sets how hard I think"),
+    spec(C::Fast, "fast", "Priority processing here, where my model offers it: /fast on|off"),
     spec(C::Usage, "usage", "Today's usage").access(AdminsByDefault),
     spec(C::Voice, "voice", "Spoken answers: /voice on|tts|off|status").help("/voice on answers voice with voice"),
     spec(C::Approve, "approve", "Allow the command I asked about (once, session, always)"),
@@ -218,6 +223,8 @@ mod tests {
                 "skills",
                 "memory",
                 "model",
+                "reasoning",
+                "fast",
                 "usage",
                 "voice",
                 "approve",

@@ -97,11 +97,11 @@ impl Conversations<'_> {
         let mut tx = self.tenant_tx(tenant).await?;
         let created = sqlx::query(
             "INSERT INTO sessions (id, tenant_id, agent_id, source, title, user_key, parent_session_id, lineage, next_seq,
-                                   workspace_root)
+                                   workspace_root, model_settings)
              SELECT $3, tenant_id, agent_id, source, COALESCE($4, title), user_key, id, 'fork',
                     (SELECT COALESCE(max(seq), 0) + 1 FROM messages
                      WHERE tenant_id = $1 AND session_id = $2 AND ($5::int IS NULL OR seq <= $5)),
-                    COALESCE(workspace_root, id)
+                    COALESCE(workspace_root, id), model_settings
              FROM sessions WHERE tenant_id = $1 AND id = $2",
         )
         .bind(tenant.as_uuid())

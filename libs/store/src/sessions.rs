@@ -64,6 +64,34 @@ impl Conversations<'_> {
         crate::require_changed(&done)
     }
 
+    /// What the session's chat commands asked of the model (`/reasoning`, `/fast`), over its
+    /// agent's settings; `{}` when nothing. Another tenant's session is `NotFound`.
+    pub async fn session_model_settings(self, tenant: TenantId, id: SessionId) -> Result<hermes_core::ModelSettings> {
+        let stored: Option<sqlx::types::Json<hermes_core::ModelSettings>> =
+            sqlx::query_scalar("SELECT model_settings FROM sessions WHERE tenant_id = $1 AND id = $2")
+                .bind(tenant.as_uuid())
+                .bind(id.as_uuid())
+                .fetch_optional(&mut *self.as_tenant(tenant).await?)
+                .await?;
+        stored.map(|s| s.0).ok_or(StoreError::NotFound)
+    }
+
+    /// Replaces what the session asks of the model; turns claimed after it use it.
+    pub async fn set_session_model_settings(
+        self,
+        tenant: TenantId,
+        id: SessionId,
+        settings: &hermes_core::ModelSettings,
+    ) -> Result<()> {
+        let done = sqlx::query("UPDATE sessions SET model_settings = $3 WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id.as_uuid())
+            .bind(sqlx::types::Json(settings))
+            .execute(&mut *self.as_tenant(tenant).await?)
+            .await?;
+        crate::require_changed(&done)
+    }
+
     /// Who the session's end user is (see migration 0005).
     pub async fn session_user_key(self, tenant: TenantId, id: SessionId) -> Result<String> {
         sqlx::query_scalar("SELECT user_key FROM sessions WHERE tenant_id = $1 AND id = $2")
@@ -114,8 +142,9 @@ impl Conversations<'_> {
         let child = SessionId::new();
         let done = sqlx::query(
             "INSERT INTO sessions (id, tenant_id, agent_id, source, title, parent_session_id, lineage, user_key,
-                                   workspace_root)
-             SELECT $3, tenant_id, agent_id, $5, $4, id, 'subagent', user_key, COALESCE(workspace_root, id)
+                                   workspace_root, model_settings)
+             SELECT $3, tenant_id, agent_id, $5, $4, id, 'subagent', user_key, COALESCE(workspace_root, id),
+                    model_settings
              FROM sessions WHERE tenant_id = $1 AND id = $2",
         )
         .bind(tenant.as_uuid())
@@ -155,8 +184,8 @@ async fn insert_compacted_child(
     len: usize,
 ) -> Result<SessionId> {
     let row = sqlx::query(
-        "SELECT agent_id, source, title, user_key, COALESCE(workspace_root, id) AS workspace_root FROM sessions
-         WHERE tenant_id = $1 AND id = $2 AND fence = $3 FOR UPDATE",
+        "SELECT agent_id, source, title, user_key, COALESCE(workspace_root, id) AS workspace_root, model_settings
+         FROM sessions WHERE tenant_id = $1 AND id = $2 AND fence = $3 FOR UPDATE",
     )
     .bind(tenant.as_uuid())
     .bind(parent.as_uuid())
@@ -168,8 +197,8 @@ async fn insert_compacted_child(
     let next_seq = i32::try_from(len + 1).map_err(|_| StoreError::Invalid("history too long".into()))?;
     sqlx::query(
         "INSERT INTO sessions (id, tenant_id, agent_id, source, title, system_prompt, fence, next_seq,
-                               parent_session_id, lineage, user_key, workspace_root)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'compaction', $10, $11)",
+                               parent_session_id, lineage, user_key, workspace_root, model_settings)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'compaction', $10, $11, $12)",
     )
     .bind(child.as_uuid())
     .bind(tenant.as_uuid())
@@ -182,6 +211,7 @@ async fn insert_compacted_child(
     .bind(parent.as_uuid())
     .bind(row.try_get::<String, _>("user_key")?)
     .bind(row.try_get::<uuid::Uuid, _>("workspace_root")?)
+    .bind(row.try_get::<serde_json::Value, _>("model_settings")?)
     .execute(&mut *db)
     .await?;
     Ok(child)

@@ -176,8 +176,10 @@ pub struct ClaimedTurn {
     /// The trace the turn was enqueued in (a malformed stored value is no trace).
     #[sqlx(rename = "trace_parent", try_from = "crate::rows::MaybeText")]
     pub trace: Option<hermes_core::trace::TraceParent>,
-    /// What the request asked of the model, over the agent's settings.
+    /// What the request asked of the model, over the agent's and the session's settings.
     pub model_settings: Option<sqlx::types::Json<hermes_core::ModelSettings>>,
+    /// What the session's chat commands asked of the model (`/reasoning`, `/fast`).
+    pub session_settings: sqlx::types::Json<hermes_core::ModelSettings>,
 }
 
 /// What extending a lease found: whether it was extended, and the turn's state.
@@ -424,6 +426,7 @@ pub(crate) async fn claim_next_turn_on(
             UPDATE sessions SET fence = GREATEST(fence + 1, $4)
             WHERE tenant_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM claimable)
             RETURNING fence, agent_id, system_prompt, source, user_key, COALESCE(workspace_root, id) AS workspace_root,
+                      model_settings AS session_settings,
                       (SELECT a.workspace FROM agents a WHERE a.tenant_id = $1 AND a.id = sessions.agent_id)
                           AS workspace_scope
          ), t AS (

@@ -78,6 +78,8 @@ impl Gateway {
             ChatCommand::SetHome => self.set_home(channel, msg).await,
             ChatCommand::Model => self.model_command(channel, msg, rest.split_whitespace().next()).await,
             ChatCommand::Memory => self.memory_command(channel, &route).await,
+            ChatCommand::Reasoning => self.reasoning_command(channel, &route, rest.split_whitespace().next()).await,
+            ChatCommand::Fast => self.fast_command(channel, &route, rest.split_whitespace().next()).await,
             ChatCommand::Skills => self.skills_command(channel).await,
             ChatCommand::Pair => self.pair_command(channel, msg).await,
             ChatCommand::Whoami => {

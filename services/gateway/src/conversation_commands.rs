@@ -9,7 +9,7 @@ use crate::error::IngestError;
 /// How many earlier conversations `/sessions` lists.
 const LISTED_SESSIONS: i64 = 5;
 
-const NO_CONVERSATION: &str = "No conversation yet: just write to me.";
+pub(crate) const NO_CONVERSATION: &str = "No conversation yet: just write to me.";
 
 fn err(e: StoreError) -> IngestError {
     IngestError::new(e.to_string())

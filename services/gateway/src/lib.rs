@@ -25,6 +25,7 @@ pub mod interact;
 pub mod leased;
 pub mod outbox;
 pub mod pairing;
+mod reasoning_commands;
 pub mod route;
 pub mod slack;
 pub mod stream;

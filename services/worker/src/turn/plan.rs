@@ -251,7 +251,9 @@ impl Planner<'_> {
         if origin == Origin::Cron {
             setup::apply_job_settings(&self.rt.ctx.store, self.tenant, self.turn.turn_id, &mut agent).await?;
         }
-        // What the API request asked of the model, over the agent's own settings.
+        // What the conversation's commands and then the API request asked of the model, over
+        // the agent's own settings.
+        agent.model_settings = agent.model_settings.overlaid(&self.turn.session_settings);
         if let Some(asked) = &self.turn.model_settings {
             agent.model_settings = agent.model_settings.overlaid(asked);
         }
