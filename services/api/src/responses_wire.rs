@@ -140,25 +140,30 @@ fn conversation_name(value: Value) -> Result<String, ApiError> {
     Ok(name.to_owned())
 }
 
+/// The request's sampling fields, its `reasoning` object read for its `effort`.
+fn requested_settings(mut asked: hermes_http::Asked) -> Result<hermes_core::ModelSettings, ApiError> {
+    asked.effort.0 = match asked.effort.0 {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(reasoning)) => reasoning.get("effort").cloned(),
+        Some(_) => {
+            return Err(ApiError::invalid_request(ErrorCode::InvalidType, "reasoning must be an object")
+                .with_param("reasoning"));
+        }
+    };
+    hermes_http::requested_settings(asked)
+}
+
 impl TryFrom<ResponsesRequest> for ParsedResponses {
     type Error = ApiError;
 
     fn try_from(request: ResponsesRequest) -> Result<Self, ApiError> {
         let stream = request_bool(request.stream, "stream", false)?;
         let store = request_bool(request.store, "store", true)?;
-        let effort = match request.reasoning {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(reasoning)) => reasoning.get("effort").cloned(),
-            Some(_) => {
-                return Err(ApiError::invalid_request(ErrorCode::InvalidType, "reasoning must be an object")
-                    .with_param("reasoning"));
-            }
-        };
-        let settings = hermes_http::requested_settings(hermes_http::Asked {
+        let settings = requested_settings(hermes_http::Asked {
             temperature: request.temperature,
             top_p: request.top_p,
             max_tokens: (request.max_output_tokens, "max_output_tokens"),
-            effort: (effort, "reasoning.effort"),
+            effort: (request.reasoning, "reasoning.effort"),
             service_tier: request.service_tier,
         })?;
         let auto_truncation = match text_field(request.truncation, "truncation")?.as_deref() {

@@ -189,7 +189,8 @@ mod tests {
              /stop stops my current work, /retry asks again, /undo takes your last message back, /steer or /queue \
              add to what I'm doing, /status shows this conversation, /title renames it, /sessions and /resume N go \
              back to an earlier one, /skills lists what I know how to do, /memory shows what I remember, /model \
-             shows my model, /voice on answers voice with voice, /whoami shows your ids."
+             shows my model, /reasoning sets how hard I think, /voice on answers voice with voice, /whoami shows \
+             your ids."
         );
         assert!(help_text(ChatKind::Direct).starts_with("Hi! I'm your team's assistant. Just write to me.\n"));
     }

@@ -27,6 +27,40 @@ pub struct ResponsesAccumulator {
     finish: Option<String>,
 }
 
+impl ResponsesAccumulator {
+    /// The response's end: its usage and why it stopped.
+    fn completed(&mut self, r: &Value) {
+        let u = &r["usage"];
+        self.usage = Usage {
+            prompt_tokens: u["input_tokens"].as_u64().unwrap_or(0),
+            completion_tokens: u["output_tokens"].as_u64().unwrap_or(0),
+            total_tokens: u["total_tokens"].as_u64().unwrap_or(0),
+            cached_tokens: u["input_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+            cache_write_tokens: 0,
+            reasoning_tokens: u["output_tokens_details"]["reasoning_tokens"].as_u64().unwrap_or(0),
+        };
+        self.finish = Some(match r["incomplete_details"]["reason"].as_str() {
+            Some("max_output_tokens") => "length".into(),
+            Some("content_filter") => "content_filter".into(),
+            _ if !self.calls.is_empty() => "tool_calls".into(),
+            _ => "stop".into(),
+        });
+        self.streamed.done = true;
+    }
+
+    /// Keeps an encrypted reasoning item to send back, without its id: with `store: false`
+    /// the provider cannot look it up.
+    fn keep_reasoning(&mut self, item: &Value) -> Result<(), LlmError> {
+        if let Some(sealed) = item["encrypted_content"].as_str().filter(|c| !c.is_empty()) {
+            self.streamed.add_bytes(sealed.len())?;
+            let summary = item.get("summary").filter(|s| s.is_array()).cloned().unwrap_or(Value::Array(vec![]));
+            self.reasoning
+                .push(serde_json::json!({"type": "reasoning", "encrypted_content": sealed, "summary": summary}));
+        }
+        Ok(())
+    }
+}
+
 impl StreamFold for ResponsesAccumulator {
     const END: &'static str = "response.completed";
 
@@ -72,15 +106,7 @@ impl StreamFold for ResponsesAccumulator {
                 }
             }
             "response.output_item.done" if event["item"]["type"] == "reasoning" => {
-                // Sent back without its id: with `store: false` the provider cannot look it up.
-                let item = &event["item"];
-                if let Some(sealed) = item["encrypted_content"].as_str().filter(|c| !c.is_empty()) {
-                    self.streamed.add_bytes(sealed.len())?;
-                    let summary = item.get("summary").filter(|s| s.is_array()).cloned().unwrap_or(Value::Array(vec![]));
-                    self.reasoning.push(
-                        serde_json::json!({"type": "reasoning", "encrypted_content": sealed, "summary": summary}),
-                    );
-                }
+                self.keep_reasoning(&event["item"])?
             }
             "response.output_item.done" if event["item"]["type"] == "function_call" => {
                 // The final item carries the complete arguments.
@@ -92,25 +118,7 @@ impl StreamFold for ResponsesAccumulator {
                     c.arguments = args.to_owned();
                 }
             }
-            "response.completed" | "response.incomplete" => {
-                let r = &event["response"];
-                let u = &r["usage"];
-                self.usage = Usage {
-                    prompt_tokens: u["input_tokens"].as_u64().unwrap_or(0),
-                    completion_tokens: u["output_tokens"].as_u64().unwrap_or(0),
-                    total_tokens: u["total_tokens"].as_u64().unwrap_or(0),
-                    cached_tokens: u["input_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
-                    cache_write_tokens: 0,
-                    reasoning_tokens: u["output_tokens_details"]["reasoning_tokens"].as_u64().unwrap_or(0),
-                };
-                self.finish = Some(match r["incomplete_details"]["reason"].as_str() {
-                    Some("max_output_tokens") => "length".into(),
-                    Some("content_filter") => "content_filter".into(),
-                    _ if !self.calls.is_empty() => "tool_calls".into(),
-                    _ => "stop".into(),
-                });
-                self.streamed.done = true;
-            }
+            "response.completed" | "response.incomplete" => self.completed(&event["response"]),
             "response.failed" => {
                 let err = &event["response"]["error"];
                 return Err(LlmError::from_stream_error(err));
