@@ -25,6 +25,14 @@ fn merge_content(into: &mut ChatMessage, from: ChatMessage) {
         }
     };
     into.content = joined;
+    // Replayable reasoning of both, in order, where one model wrote both.
+    match (&mut into.replay, from.replay) {
+        (None, replay) => into.replay = replay,
+        (Some(kept), Some(more)) if kept.for_call(more.api, &more.base_url, &more.model).is_some() => {
+            kept.items.extend(more.items);
+        }
+        _ => {}
+    }
     if let Some(r) = from.reasoning {
         into.reasoning = Some(match into.reasoning.take() {
             Some(prev) => format!("{prev}\n{r}"),

@@ -39,7 +39,7 @@ pub use kinds::{
     JobState, Platform, RunOutcome, SessionSource, SkillState, TurnStatus, UnknownName, VoiceMode,
 };
 pub use message::{ChatMessage, Content, ContentPart, ReasoningReplay, Role, ToolCall, ToolCallFunction};
-pub use model_settings::{ClientLimits, ModelSettings, ReasoningEffort};
+pub use model_settings::{ClientLimits, ModelSettings, ReasoningEffort, Stored};
 pub use sandbox_choice::SandboxChoice;
 pub use toolsets::ToolsetName;
 pub use workspace::{Workspace, WorkspaceScope};

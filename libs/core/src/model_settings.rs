@@ -68,6 +68,40 @@ pub struct ModelSettings {
     pub fast: Option<bool>,
 }
 
+/// Settings as a row holds them, read by any release: fields this one does not know (a newer
+/// release's) are left out, and a value that does not read is the default. API input stays
+/// strict (`deny_unknown_fields`).
+pub trait Stored: serde::de::DeserializeOwned + Serialize + Default {
+    /// A value with every field set, whose keys are the fields this release knows.
+    fn every_field() -> Self;
+
+    fn from_stored(value: serde_json::Value) -> Self {
+        let known = serde_json::to_value(Self::every_field()).unwrap_or_default();
+        let serde_json::Value::Object(mut fields) = value else { return Self::default() };
+        fields.retain(|k, _| known.get(k).is_some());
+        serde_json::from_value(serde_json::Value::Object(fields)).unwrap_or_default()
+    }
+}
+
+impl Stored for ModelSettings {
+    fn every_field() -> Self {
+        ModelSettings {
+            temperature: Some(0.0),
+            top_p: Some(1.0),
+            max_output_tokens: Some(1),
+            reasoning_effort: Some(ReasoningEffort::None),
+            thinking_budget: Some(MIN_THINKING_BUDGET),
+            fast: Some(false),
+        }
+    }
+}
+
+impl Stored for ClientLimits {
+    fn every_field() -> Self {
+        ClientLimits { max_output_tokens: Some(1), max_reasoning_effort: Some(ReasoningEffort::None), allow_fast: true }
+    }
+}
+
 /// A setting out of its range, named.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {why}")]
@@ -161,7 +195,33 @@ impl ClientLimits {
         Ok(())
     }
 
-    /// The settings of a request that asked for `asked` of an agent whose defaults are
+    /// The most reasoning callers may ask of an agent whose own settings are `agent`: the
+    /// limit set, else the agent's own effort, else `medium` (so an agent nobody limited is not
+    /// raised to `xhigh` by any caller).
+    pub fn effort_ceiling(&self, agent: &ModelSettings) -> ReasoningEffort {
+        self.max_reasoning_effort.or(agent.reasoning_effort).unwrap_or(ReasoningEffort::Medium)
+    }
+
+    /// Whether callers may ask for priority processing: allowed, or the agent's own setting.
+    pub fn fast_allowed(&self, agent: &ModelSettings) -> bool {
+        self.allow_fast || agent.fast == Some(true)
+    }
+
+    /// `asked` (stored before the limits changed) brought within these limits.
+    pub fn clamp(&self, agent: &ModelSettings, mut asked: ModelSettings) -> ModelSettings {
+        let ceiling = self.effort_ceiling(agent);
+        asked.reasoning_effort = asked.reasoning_effort.map(|e| e.min(ceiling));
+        if asked.fast == Some(true) && !self.fast_allowed(agent) {
+            asked.fast = None;
+        }
+        if let (Some(most), Some(n)) = (self.max_output_tokens, asked.max_output_tokens) {
+            asked.max_output_tokens = Some(n.min(most));
+        }
+        asked.thinking_budget = None;
+        asked
+    }
+
+    /// The settings of a request that asked for `asked` of an agent whose own settings are
     /// `defaults`, if these limits allow it. Fields are named as the API names them.
     pub fn allow(&self, defaults: &ModelSettings, asked: &ModelSettings) -> Result<ModelSettings, BadSetting> {
         asked.check()?;
@@ -170,12 +230,11 @@ impl ClientLimits {
         {
             return bad("max_tokens", format!("this agent allows at most {most}"));
         }
-        if let (Some(most), Some(effort)) = (self.max_reasoning_effort, asked.reasoning_effort)
-            && effort > most
-        {
-            return bad("reasoning_effort", format!("this agent allows at most `{most}`"));
+        let ceiling = self.effort_ceiling(defaults);
+        if asked.reasoning_effort.is_some_and(|effort| effort > ceiling) {
+            return bad("reasoning_effort", format!("this agent allows at most `{ceiling}`"));
         }
-        if asked.fast == Some(true) && !self.allow_fast {
+        if asked.fast == Some(true) && !self.fast_allowed(defaults) {
             return bad("service_tier", "this agent does not allow priority processing");
         }
         if asked.thinking_budget.is_some() {
@@ -201,6 +260,12 @@ mod tests {
             max_reasoning_effort: Some(ReasoningEffort::Medium),
             allow_fast: false,
         };
+        // Unlimited, callers may not raise the effort beyond the agent's own.
+        let open = ClientLimits::default();
+        let high = ModelSettings { reasoning_effort: Some(ReasoningEffort::High), ..Default::default() };
+        assert_eq!(open.allow(&defaults, &high).unwrap_err().field, "reasoning_effort");
+        assert_eq!(open.clamp(&defaults, high).reasoning_effort, Some(ReasoningEffort::Low));
+        assert_eq!(open.effort_ceiling(&ModelSettings::default()), ReasoningEffort::Medium);
         let asked = ModelSettings { top_p: Some(0.9), max_output_tokens: Some(1_000), ..Default::default() };
         let got = limits.allow(&defaults, &asked).unwrap();
         assert_eq!((got.temperature, got.top_p, got.max_output_tokens), (Some(0.2), Some(0.9), Some(1_000)));
@@ -219,6 +284,10 @@ mod tests {
         assert_eq!(stored, defaults);
         let err = serde_json::from_value::<ModelSettings>(serde_json::json!({"temprature": 1})).unwrap_err();
         assert!(err.to_string().contains("unknown field `temprature`"), "{err}");
+        // A row a newer release wrote still reads, its new field left out.
+        let newer = serde_json::json!({"temperature": 0.2, "reasoning_effort": "low", "verbosity": "high"});
+        assert_eq!(ModelSettings::from_stored(newer), defaults);
+        assert_eq!(ClientLimits::from_stored(serde_json::json!("garbage")), ClientLimits::default());
     }
 
     #[test]

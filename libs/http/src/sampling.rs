@@ -91,12 +91,17 @@ pub fn requested(asked: Asked) -> Result<ModelSettings, ApiError> {
     Ok(settings)
 }
 
-/// What a request asked, if its agent's `limits` allow it (`None`: it asked nothing).
-pub fn allowed(limits: &ClientLimits, asked: &ModelSettings) -> Result<Option<ModelSettings>, ApiError> {
+/// What a request asked, if the `limits` of an agent whose own settings are `agent` allow it
+/// (`None`: it asked nothing).
+pub fn allowed(
+    limits: &ClientLimits,
+    agent: &ModelSettings,
+    asked: &ModelSettings,
+) -> Result<Option<ModelSettings>, ApiError> {
     if asked.is_default() {
         return Ok(None);
     }
-    limits.allow(&ModelSettings::default(), asked).map(Some).map_err(|e| {
+    limits.allow(agent, asked).map(|_| Some(*asked)).map_err(|e| {
         let param = if e.field == "max_tokens" { "max_tokens" } else { e.field };
         ApiError::new(
             axum::http::StatusCode::BAD_REQUEST,

@@ -96,6 +96,13 @@ pub fn is_claude(model: &str) -> bool {
     bare(model).starts_with("claude")
 }
 
+/// Whether `model` is of Claude's 4.6 generation (adaptive thinking, but still sampling, and
+/// no `xhigh` effort).
+pub fn is_claude_4_6(model: &str) -> bool {
+    let m = bare(model);
+    m.starts_with("claude") && (m.contains("4-6") || m.contains("4.6"))
+}
+
 /// Whether `model` takes Anthropic's fast mode (`speed: fast`): Opus 4.6 only.
 pub fn offers_fast_mode(model: &str) -> bool {
     let m = bare(model);

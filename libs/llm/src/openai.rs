@@ -120,10 +120,18 @@ impl WireSettings {
             (None, None) => None,
         };
         let priority = settings.fast == Some(true) && crate::models::offers_priority_tier(&endpoint.model);
+        // OpenAI refuses sampling for its reasoning models and an effort for the others.
+        let (sampling, effort) = match endpoint.provider.as_str() {
+            "openai" => {
+                let reasons = crate::models::reasons_by_default(&endpoint.model);
+                (!reasons, reasons)
+            }
+            _ => (true, !openrouter),
+        };
         Self {
-            temperature: settings.temperature,
-            top_p: settings.top_p,
-            reasoning_effort: if openrouter { None } else { settings.reasoning_effort },
+            temperature: settings.temperature.filter(|_| sampling),
+            top_p: settings.top_p.filter(|_| sampling),
+            reasoning_effort: settings.reasoning_effort.filter(|_| effort),
             reasoning,
             service_tier: (priority && endpoint.provider == "openai").then_some("priority"),
         }

@@ -91,14 +91,27 @@ fn each_setting_reaches_each_provider_as_its_own_field() {
         (openai("gpt-5.1"), none, json!({"reasoning_effort": "none"}), None),
         (openai("gpt-5.1"), fast, json!({"service_tier": "priority"}), None),
         (openai("gpt-5-codex"), fast, json!({}), None),
+        // OpenAI refuses sampling for its reasoning models, and an effort for the others.
+        (openai("o3"), sampling, json!({}), None),
+        (openai("gpt-4.1"), high, json!({}), None),
+        // Any other server is sent what was asked.
+        (
+            endpoint("custom:vllm.internal", "http://vllm.internal/v1", "qwen3-32b", ApiMode::ChatCompletions),
+            ModelSettings { reasoning_effort: Some(ReasoningEffort::High), ..sampling },
+            json!({"temperature": 0.3, "top_p": 0.9, "reasoning_effort": "high"}),
+            None,
+        ),
         // OpenRouter: one `reasoning` object, a budget or an effort.
         (openrouter("openai/o3"), high, json!({"reasoning": {"effort": "high"}}), None),
         (openrouter("anthropic/claude-sonnet-4.5"), budget, json!({"reasoning": {"max_tokens": 2048}}), None),
         (openrouter("deepseek/deepseek-r1"), none, json!({"reasoning": {"effort": "none"}}), None),
         (openrouter("openai/gpt-5.1"), fast, json!({}), None),
         // The Responses API: summaries and encrypted reasoning asked for with an effort.
+        // (o3 reasons unasked, so it is always asked for its encrypted reasoning.)
+        (responses("o3"), high, json!({"reasoning": {"effort": "high", "summary": "auto"}}), None),
+        (responses("gpt-4.1"), high, json!({}), None),
         (
-            responses("gpt-4.1"),
+            endpoint("custom:gateway.example", "https://gateway.example/v1", "gpt-oss-120b", ApiMode::Responses),
             high,
             json!({"reasoning": {"effort": "high", "summary": "auto"}, "include": ["reasoning.encrypted_content"]}),
             None,

@@ -117,10 +117,9 @@ impl AgentRow {
             vision_model: model_setting(self.vision_model)?,
             workspace: crate::rows::vocab(&self.workspace)?,
             sandbox: serde_json::from_value(self.sandbox).map_err(|e| StoreError::Corrupt(e.to_string()))?,
-            model_settings: serde_json::from_value(self.model_settings)
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
-            client_limits: serde_json::from_value(self.client_limits)
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            // Read leniently: a newer release may have stored fields this one does not know.
+            model_settings: hermes_core::Stored::from_stored(self.model_settings),
+            client_limits: hermes_core::Stored::from_stored(self.client_limits),
             created_at: self.created_at,
         };
         Ok(Agent { shown, provider_secret: self.provider_secret })

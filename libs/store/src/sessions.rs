@@ -67,13 +67,13 @@ impl Conversations<'_> {
     /// What the session's chat commands asked of the model (`/reasoning`, `/fast`), over its
     /// agent's settings; `{}` when nothing. Another tenant's session is `NotFound`.
     pub async fn session_model_settings(self, tenant: TenantId, id: SessionId) -> Result<hermes_core::ModelSettings> {
-        let stored: Option<sqlx::types::Json<hermes_core::ModelSettings>> =
+        let stored: Option<serde_json::Value> =
             sqlx::query_scalar("SELECT model_settings FROM sessions WHERE tenant_id = $1 AND id = $2")
                 .bind(tenant.as_uuid())
                 .bind(id.as_uuid())
                 .fetch_optional(&mut *self.as_tenant(tenant).await?)
                 .await?;
-        stored.map(|s| s.0).ok_or(StoreError::NotFound)
+        stored.map(hermes_core::Stored::from_stored).ok_or(StoreError::NotFound)
     }
 
     /// Replaces what the session asks of the model; turns claimed after it use it.

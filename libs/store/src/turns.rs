@@ -29,6 +29,15 @@ pub(crate) use enqueue::enqueue_in;
 pub use hermes_core::TurnStatus;
 
 impl ClaimedTurn {
+    /// What the conversation's commands and then the request asked of the model, read
+    /// leniently (a newer release may have stored fields this one does not know).
+    pub fn asked_settings(&self) -> hermes_core::ModelSettings {
+        use hermes_core::{ModelSettings, Stored};
+        let session = ModelSettings::from_stored(self.session_settings.clone());
+        let request = self.model_settings.clone().map(ModelSettings::from_stored).unwrap_or_default();
+        session.overlaid(&request)
+    }
+
     /// Whose sandbox the turn's tools use.
     pub fn workspace(&self) -> hermes_core::Workspace {
         hermes_core::Workspace::for_turn(self.workspace_scope, &self.session_user_key, self.workspace_root)
@@ -176,10 +185,11 @@ pub struct ClaimedTurn {
     /// The trace the turn was enqueued in (a malformed stored value is no trace).
     #[sqlx(rename = "trace_parent", try_from = "crate::rows::MaybeText")]
     pub trace: Option<hermes_core::trace::TraceParent>,
-    /// What the request asked of the model, over the agent's and the session's settings.
-    pub model_settings: Option<sqlx::types::Json<hermes_core::ModelSettings>>,
+    /// What the request asked of the model, over the agent's and the session's settings
+    /// ([`ClaimedTurn::asked_settings`]).
+    pub model_settings: Option<Value>,
     /// What the session's chat commands asked of the model (`/reasoning`, `/fast`).
-    pub session_settings: sqlx::types::Json<hermes_core::ModelSettings>,
+    pub session_settings: Value,
 }
 
 /// What extending a lease found: whether it was extended, and the turn's state.

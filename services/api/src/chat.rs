@@ -52,7 +52,7 @@ async fn chat_turn(
     let agent = resolve_agent(state, auth, parsed.model.as_deref()).await?;
     let target = chat_target(headers, auth, agent.id, &mut parsed)?;
     let answer = Answer { stream: parsed.stream, include_usage: parsed.include_usage };
-    let model_settings = hermes_http::allowed_settings(&agent.client_limits, &parsed.settings)?;
+    let model_settings = hermes_http::allowed_settings(&agent.client_limits, &agent.model_settings, &parsed.settings)?;
     let turn = NewTurn {
         model_settings,
         instructions: parsed.instructions,

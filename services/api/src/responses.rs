@@ -97,7 +97,7 @@ async fn response_turn(
         _ => None,
     };
     let truncation = if parsed.auto_truncation { Truncation::Auto } else { Truncation::Disabled };
-    let model_settings = hermes_http::allowed_settings(&agent.client_limits, &parsed.settings)?;
+    let model_settings = hermes_http::allowed_settings(&agent.client_limits, &agent.model_settings, &parsed.settings)?;
     let turn = NewTurn {
         model_settings,
         instructions: parsed.instructions.clone(),

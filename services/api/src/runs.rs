@@ -53,7 +53,9 @@ async fn run_turn(state: &AppState, auth: &KeyAuth, headers: &HeaderMap, body: R
     let idempotency = crate::idempotency::idempotency(headers, auth, &body, None)?;
     let mut parsed = ParsedResponses::try_from(body.base)?;
     let (agent, target) = run_target(state, auth, headers, body.session_id.as_deref(), &mut parsed).await?;
+    let model_settings = hermes_http::allowed_settings(&agent.client_limits, &agent.model_settings, &parsed.settings)?;
     let turn = NewTurn {
+        model_settings,
         instructions: parsed.instructions,
         stream: true,
         notify_hub: Some(state.events.id().to_owned()),

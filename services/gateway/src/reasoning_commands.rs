@@ -1,6 +1,7 @@
 //! `/reasoning` and `/fast` (upstream's commands): what this conversation asks of the agent's
 //! model, kept on its session over the agent's own settings, within what the agent allows
-//! callers (`client_limits`: the most reasoning effort, whether priority processing).
+//! callers (`client_limits`: the most reasoning effort, by default the agent's own or `medium`;
+//! whether priority processing).
 
 use hermes_core::{ModelSettings, ReasoningEffort, SessionId};
 use hermes_store::{Channel, Route};
@@ -52,9 +53,8 @@ impl Gateway {
             let Ok(effort) = arg.parse::<ReasoningEffort>() else {
                 return Ok(format!("I don't know the effort “{arg}”: use {EFFORTS}."));
             };
-            if let Some(most) = agent.client_limits.max_reasoning_effort
-                && effort > most
-            {
+            let most = agent.client_limits.effort_ceiling(&agent.model_settings);
+            if effort > most {
                 return Ok(format!("This bot allows at most “{most}” here."));
             }
             own.reasoning_effort = Some(effort);
@@ -85,7 +85,7 @@ impl Gateway {
             }
             Some(other) => return Ok(format!("Use /fast on or /fast off (not “{other}”).")),
         };
-        if wanted && !agent.client_limits.allow_fast && agent.model_settings.fast != Some(true) {
+        if wanted && !agent.client_limits.fast_allowed(&agent.model_settings) {
             return Ok("This bot's admins have not allowed priority processing (it costs more).".into());
         }
         own.fast = Some(wanted);

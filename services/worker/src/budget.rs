@@ -51,6 +51,14 @@ fn input_estimate(request: &ChatRequest) -> u64 {
     hermes_agent::compress::estimate_tokens(&request.messages) + (tools as u64).div_ceil(4)
 }
 
+/// The most output a call may bill: its cap, raised by a thinking budget where the
+/// transport makes room for it (Anthropic), else a typical answer.
+fn output_estimate(request: &ChatRequest) -> u64 {
+    let cap = request.max_tokens.map_or(OUTPUT_ESTIMATE_TOKENS, u64::from);
+    let thinking = request.settings.thinking().map_or(0, |budget| u64::from(budget) + 4_096);
+    cap.max(thinking)
+}
+
 impl<M> Budgeted<M> {
     async fn decide(&self, request: &ChatRequest) -> Result<SpendDecision, LlmError> {
         if !self.capped {
@@ -60,7 +68,7 @@ impl<M> Budgeted<M> {
             agent: self.agent,
             models: &self.models,
             input_tokens: input_estimate(request),
-            output_tokens: request.max_tokens.map_or(OUTPUT_ESTIMATE_TOKENS, u64::from),
+            output_tokens: output_estimate(request),
             media: Default::default(),
             lease: self.lease,
         };

@@ -6,7 +6,7 @@ use hermes_core::{ApiMode, Content, ContentPart, ModelSettings, ReasoningEffort,
 
 use crate::ChatRequest;
 use crate::endpoint::Endpoint;
-use crate::models::{ThinkingStyle, offers_fast_mode, thinking_style};
+use crate::models::{ThinkingStyle, is_claude_4_6, offers_fast_mode, thinking_style};
 
 /// Room for the answer beside a thinking budget (`max_tokens` counts both).
 const ANSWER_ROOM: u32 = 4_096;
@@ -85,7 +85,7 @@ fn adaptive_effort(effort: ReasoningEffort, model: &str) -> &'static str {
         ReasoningEffort::None | ReasoningEffort::Minimal | ReasoningEffort::Low => "low",
         ReasoningEffort::Medium => "medium",
         ReasoningEffort::High => "high",
-        ReasoningEffort::Xhigh if model.contains("4-6") || model.contains("4.6") => "max",
+        ReasoningEffort::Xhigh if is_claude_4_6(model) => "max",
         ReasoningEffort::Xhigh => "xhigh",
     }
 }
@@ -96,7 +96,7 @@ fn apply_settings(body: &mut Value, model: &str, settings: &ModelSettings, nativ
     let style = thinking_style(model);
     let thinking = settings.thinking();
     // Thinking takes no temperature, and a top_p only from 0.95; Claude after 4.6 takes neither.
-    let mut sampling = thinking.is_none() && (style == ThinkingStyle::Budget || model.contains("4-6"));
+    let mut sampling = thinking.is_none() && (style == ThinkingStyle::Budget || is_claude_4_6(model));
     match (thinking, style) {
         (None, _) => {}
         (Some(budget), ThinkingStyle::Budget) => {
@@ -132,11 +132,28 @@ fn apply_settings(body: &mut Value, model: &str, settings: &ModelSettings, nativ
     betas
 }
 
+/// The request's settings for this call. Anthropic refuses thinking in a tool loop whose
+/// assistant message lacks the signed thinking it came with (written by another model, by a
+/// gateway that drops signatures, or before thinking was on): such a call goes without.
+fn settings_for_call(endpoint: &Endpoint, request: &ChatRequest) -> ModelSettings {
+    let mut settings = request.settings;
+    let in_tool_loop = request.messages.last().is_some_and(|m| m.role == Role::Tool);
+    let unsigned = request.messages.iter().rev().find(|m| m.role == Role::Assistant).is_some_and(|m| {
+        !m.tool_calls.is_empty()
+            && m.replay_for(ApiMode::AnthropicMessages, &endpoint.base_url, &endpoint.model).is_empty()
+    });
+    if settings.thinking().is_some() && in_tool_loop && unsigned {
+        settings.reasoning_effort = Some(ReasoningEffort::None);
+    }
+    settings
+}
+
 /// Builds the request body (streaming) for `endpoint` with `system_and_3` cache breakpoints,
 /// and the beta headers it needs.
 pub fn build_request(endpoint: &Endpoint, request: &ChatRequest, ttl: CacheTtl) -> (Value, Vec<&'static str>) {
     let model = endpoint.model.as_str();
-    let thinking = request.settings.thinking().is_some();
+    let settings = settings_for_call(endpoint, request);
+    let thinking = settings.thinking().is_some();
     let mut system: Vec<Value> = Vec::new();
     let mut messages: Vec<Value> = Vec::new();
     for m in &request.messages {
@@ -207,7 +224,7 @@ pub fn build_request(endpoint: &Endpoint, request: &ChatRequest, ttl: CacheTtl) 
     }
     // Fast mode exists only at Anthropic itself.
     let native = endpoint.provider == "anthropic";
-    let betas = apply_settings(&mut body, model, &request.settings, native);
+    let betas = apply_settings(&mut body, model, &settings, native);
     (body, betas)
 }
 

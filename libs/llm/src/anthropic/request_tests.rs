@@ -71,3 +71,41 @@ fn messages_become_alternating_blocks_with_tool_results_as_user_blocks_and_cache
     }
     assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
 }
+
+#[test]
+fn thinking_is_left_off_for_a_tool_loop_whose_assistant_message_lost_its_signed_thinking() {
+    use hermes_core::{ApiMode, ModelSettings, ReasoningEffort, ReasoningReplay};
+    let endpoint = crate::Endpoint {
+        provider: "anthropic".into(),
+        base_url: "https://api.anthropic.com/v1".into(),
+        model: "claude-sonnet-4-5".into(),
+        api_mode: ApiMode::AnthropicMessages,
+    };
+    let signed = json!({"type": "thinking", "thinking": "hmm", "signature": "EqQB"});
+    let asked = |replay: Option<ReasoningReplay>| ChatRequest {
+        model: "x".into(),
+        messages: vec![
+            ChatMessage::user("go"),
+            ChatMessage { tool_calls: vec![call("t1")], content: None, replay, ..ChatMessage::assistant("") },
+            ChatMessage::tool_result("t1", "terminal", "ok"),
+        ],
+        tools: Arc::from([]),
+        max_tokens: None,
+        settings: ModelSettings { reasoning_effort: Some(ReasoningEffort::Low), ..Default::default() },
+    };
+    let replay = |model: &str| ReasoningReplay {
+        api: ApiMode::AnthropicMessages,
+        base_url: endpoint.base_url.clone(),
+        model: model.into(),
+        items: vec![signed.clone()],
+    };
+    let (body, _) = build_request(&endpoint, &asked(Some(replay("claude-sonnet-4-5"))), CacheTtl::FiveMinutes);
+    assert_eq!(body["thinking"]["budget_tokens"], 4000);
+    assert_eq!(body["messages"][1]["content"][0], signed, "signed thinking first");
+    // Written by a fallback model, or never signed: Anthropic would refuse the call with thinking on.
+    for lost in [Some(replay("claude-opus-4-1")), None] {
+        let (body, betas) = build_request(&endpoint, &asked(lost), CacheTtl::FiveMinutes);
+        assert!(body.get("thinking").is_none() && betas.is_empty(), "{body}");
+        assert_eq!(body["messages"][1]["content"][0]["type"], "tool_use");
+    }
+}

@@ -14,13 +14,22 @@ const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 
 /// The settings as Responses fields, on `body`.
 fn apply_settings(body: &mut Value, endpoint: &Endpoint, settings: &ModelSettings) {
-    if let Some(t) = settings.temperature {
+    // OpenAI refuses sampling for its reasoning models and reasoning for the others.
+    let (sampling, reasoning) = match endpoint.provider.as_str() {
+        "openai" => {
+            let reasons = reasons_by_default(&endpoint.model);
+            (!reasons, reasons)
+        }
+        _ => (true, true),
+    };
+    if let Some(t) = settings.temperature.filter(|_| sampling) {
         body["temperature"] = json!(t);
     }
-    if let Some(p) = settings.top_p {
+    if let Some(p) = settings.top_p.filter(|_| sampling) {
         body["top_p"] = json!(p);
     }
-    let reasons = match settings.reasoning_effort {
+    let effort = settings.reasoning_effort.filter(|_| reasoning);
+    let reasons = match effort {
         Some(ReasoningEffort::None) => {
             body["reasoning"] = json!({"effort": "none"});
             false

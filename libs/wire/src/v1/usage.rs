@@ -44,9 +44,11 @@ pub struct UsageTotals {
     /// Prompt tokens read from the provider's cache (billed at its cached price).
     pub cached_tokens: i64,
     /// Prompt tokens written to the provider's cache (billed at its cache-write price).
+    #[serde(default)]
     pub cache_write_tokens: i64,
     /// Completion tokens spent reasoning or thinking, where the provider reports them (part of
     /// `completion_tokens`, billed as output).
+    #[serde(default)]
     pub reasoning_tokens: i64,
     /// Of the priced calls.
     pub cost_usd: f64,

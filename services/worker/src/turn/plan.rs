@@ -252,11 +252,9 @@ impl Planner<'_> {
             setup::apply_job_settings(&self.rt.ctx.store, self.tenant, self.turn.turn_id, &mut agent).await?;
         }
         // What the conversation's commands and then the API request asked of the model, over
-        // the agent's own settings.
-        agent.model_settings = agent.model_settings.overlaid(&self.turn.session_settings);
-        if let Some(asked) = &self.turn.model_settings {
-            agent.model_settings = agent.model_settings.overlaid(asked);
-        }
+        // the agent's own settings, within its limits as they are now.
+        let asked = agent.client_limits.clamp(&agent.model_settings, self.turn.asked_settings());
+        agent.model_settings = agent.model_settings.overlaid(&asked);
         let loads_skills = ToolsetName::Skills.enabled_in(&agent.toolsets);
         origin.restrict(&mut agent.toolsets);
         // The API key's, the chat's and the webhook's limits: narrower tools for wider audiences.
