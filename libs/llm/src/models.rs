@@ -50,6 +50,18 @@ pub fn reasons_by_default(model: &str) -> bool {
     !m.starts_with("gpt-5-chat") && ["o1", "o3", "o4", "gpt-5", "codex"].iter().any(|p| m.starts_with(p))
 }
 
+/// Which knobs OpenAI-form servers take for `model` at `provider`: `(sampling, reasoning)`.
+/// OpenAI refuses sampling for its reasoning models and reasoning for the others; any other
+/// server is sent what was asked.
+pub fn openai_knobs(provider: &str, model: &str) -> (bool, bool) {
+    if provider == "openai" {
+        let reasons = reasons_by_default(model);
+        (!reasons, reasons)
+    } else {
+        (true, true)
+    }
+}
+
 /// How a model on Anthropic's Messages API is asked to think.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ThinkingStyle {

@@ -120,14 +120,9 @@ impl WireSettings {
             (None, None) => None,
         };
         let priority = settings.fast == Some(true) && crate::models::offers_priority_tier(&endpoint.model);
-        // OpenAI refuses sampling for its reasoning models and an effort for the others.
-        let (sampling, effort) = match endpoint.provider.as_str() {
-            "openai" => {
-                let reasons = crate::models::reasons_by_default(&endpoint.model);
-                (!reasons, reasons)
-            }
-            _ => (true, !openrouter),
-        };
+        let (sampling, reasons) = crate::models::openai_knobs(&endpoint.provider, &endpoint.model);
+        // OpenRouter takes its effort in the `reasoning` object instead.
+        let effort = reasons && !openrouter;
         Self {
             temperature: settings.temperature.filter(|_| sampling),
             top_p: settings.top_p.filter(|_| sampling),

@@ -16,6 +16,12 @@ fn err(e: hermes_store::StoreError) -> IngestError {
     IngestError::new(e.to_string())
 }
 
+/// The effort the conversation's turns run with, in words.
+fn effort_here(agent: &hermes_store::Agent, own: &ModelSettings) -> String {
+    let effort = agent.model_settings.overlaid(own).reasoning_effort;
+    effort.map_or_else(|| "the model's default".to_owned(), |e| e.to_string())
+}
+
 impl Gateway {
     /// The route's session, its agent and what the session asks of the model so far.
     async fn conversation_settings(
@@ -43,8 +49,7 @@ impl Gateway {
             return Ok(NO_CONVERSATION.into());
         };
         let Some(arg) = arg.map(str::to_ascii_lowercase) else {
-            let now = agent.model_settings.overlaid(&own).reasoning_effort;
-            let now = now.map_or_else(|| "the model's default".to_owned(), |e| e.to_string());
+            let now = effort_here(&agent, &own);
             return Ok(format!("Reasoning effort here: {now}. Change it with /reasoning and one of {EFFORTS}."));
         };
         if arg == "default" {
@@ -60,8 +65,7 @@ impl Gateway {
             own.reasoning_effort = Some(effort);
         }
         self.store.conversations().set_session_model_settings(channel.tenant_id, session, &own).await.map_err(err)?;
-        let now = agent.model_settings.overlaid(&own).reasoning_effort;
-        let now = now.map_or_else(|| "the model's default".to_owned(), |e| e.to_string());
+        let now = effort_here(&agent, &own);
         Ok(format!("Reasoning effort for this conversation: {now}. The next message uses it."))
     }
 

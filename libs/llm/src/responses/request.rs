@@ -6,7 +6,7 @@ use hermes_core::{ApiMode, Content, ContentPart, ModelSettings, ReasoningEffort,
 
 use crate::ChatRequest;
 use crate::endpoint::Endpoint;
-use crate::models::{offers_priority_tier, reasons_by_default};
+use crate::models::{offers_priority_tier, openai_knobs, reasons_by_default};
 
 /// What the Responses API is asked to include so reasoning survives between calls
 /// (`store: false` keeps nothing at the provider).
@@ -14,14 +14,7 @@ const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 
 /// The settings as Responses fields, on `body`.
 fn apply_settings(body: &mut Value, endpoint: &Endpoint, settings: &ModelSettings) {
-    // OpenAI refuses sampling for its reasoning models and reasoning for the others.
-    let (sampling, reasoning) = match endpoint.provider.as_str() {
-        "openai" => {
-            let reasons = reasons_by_default(&endpoint.model);
-            (!reasons, reasons)
-        }
-        _ => (true, true),
-    };
+    let (sampling, reasoning) = openai_knobs(&endpoint.provider, &endpoint.model);
     if let Some(t) = settings.temperature.filter(|_| sampling) {
         body["temperature"] = json!(t);
     }
