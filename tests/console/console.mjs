@@ -172,9 +172,17 @@ await step("the owner edits an agent's SOUL and approvals", async () => {
   await ownerPage.getByRole('link', { name: 'scribe', exact: true }).click();
   await ownerPage.getByLabel('SOUL (personality)').fill('You are a careful scribe.');
   await ownerPage.getByLabel('Dangerous commands').selectOption('smart');
+  await ownerPage.getByLabel('OpenRouter providers to try first, in order').fill('anthropic, google-vertex');
+  await ownerPage.getByLabel('OpenRouter ranks providers by').selectOption('throughput');
+  await ownerPage.getByLabel('Providers that may keep prompts').selectOption('deny');
   await ownerPage.getByRole('button', { name: 'Save' }).click();
   await ownerPage.getByText('Saved').waitFor();
   await shot(ownerPage, 'agent-en');
+  const routing = await ownerPage.evaluate(async (tenant) => {
+    const agents = await (await fetch(`/admin/v1/tenants/${tenant}/agents`)).json();
+    return agents.data.find((a) => a.name === 'scribe').provider_routing;
+  }, world.tenant);
+  expect(JSON.stringify(routing) === '{"order":["anthropic","google-vertex"],"sort":"throughput","data_collection":"deny"}', `the routing is saved: ${JSON.stringify(routing)}`);
 });
 
 await step("the owner adds an MCP server to an agent, its header never shown again, then removes it", async () => {

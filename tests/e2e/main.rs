@@ -70,6 +70,7 @@ mod search;
 mod secrets;
 mod sessions;
 mod sessions_api;
+mod side_models;
 mod skills;
 mod slack;
 mod sockets;

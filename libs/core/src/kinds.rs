@@ -192,6 +192,23 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// A side task an agent may give its own models (upstream's `auxiliary.<task>`); a task
+    /// with none uses the agent's auxiliary model, else its main one.
+    AuxiliaryTask ("auxiliary task") {
+        /// Summaries that compact a long conversation.
+        Compression = "compression",
+        /// Describing images for a model that reads only text, and `vision_analyze`.
+        Vision = "vision",
+        /// The `smart` approval mode's review of a flagged command.
+        Approval = "approval",
+        /// Whether a `/goal` is met after each of its turns.
+        GoalJudge = "goal_judge",
+        /// The background review that curates memory and skills.
+        Review = "review",
+    }
+}
+
+vocabulary! {
     /// Where a parked turn's question stands (`interactions.status`).
     InteractionStatus ("interaction status") {
         Pending = "pending",

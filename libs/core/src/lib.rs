@@ -16,6 +16,7 @@ pub mod message;
 pub mod model_names;
 pub mod model_settings;
 pub mod outbox;
+pub mod provider_routing;
 pub mod sandbox_choice;
 pub mod secret_placement;
 pub mod toolsets;
@@ -34,12 +35,13 @@ pub use ids::{
     TenantId, TurnId, WebhookId,
 };
 pub use kinds::{
-    ApiMode, ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus,
-    CronRunStatus, DmPolicy, GoalState, GroupPolicy, GroupSessions, ImageInputMode, InteractionKind, InteractionStatus,
-    JobState, Platform, RunOutcome, SessionSource, SkillState, TurnStatus, UnknownName, VoiceMode,
+    ApiMode, ApprovalChoice, ApprovalMode, AuxiliaryTask, BudgetPeriod, BusyMode, CallPurpose, ChannelMode,
+    ChannelStatus, CronRunStatus, DmPolicy, GoalState, GroupPolicy, GroupSessions, ImageInputMode, InteractionKind,
+    InteractionStatus, JobState, Platform, RunOutcome, SessionSource, SkillState, TurnStatus, UnknownName, VoiceMode,
 };
 pub use message::{ChatMessage, Content, ContentPart, ReasoningReplay, Role, ToolCall, ToolCallFunction};
 pub use model_settings::{ClientLimits, ModelSettings, ReasoningEffort, Stored};
+pub use provider_routing::{DataCollection, ProviderRouting, ProviderSort};
 pub use sandbox_choice::SandboxChoice;
 pub use toolsets::ToolsetName;
 pub use workspace::{Workspace, WorkspaceScope};

@@ -36,6 +36,8 @@ pub struct Endpoint {
     /// The provider's model id.
     pub model: String,
     pub api_mode: ApiMode,
+    /// Where OpenRouter may send the call (sent only to OpenRouter).
+    pub routing: hermes_core::ProviderRouting,
 }
 
 impl Endpoint {

@@ -90,6 +90,9 @@ struct WireRequest<'a> {
     max_tokens: Option<u32>,
     #[serde(flatten)]
     settings: WireSettings,
+    /// OpenRouter's provider preferences (the agent's `provider_routing`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider: Option<&'a hermes_core::ProviderRouting>,
 }
 
 /// The settings as chat completions servers take them: OpenAI's `reasoning_effort` and
@@ -208,6 +211,7 @@ impl WireApi for OpenAiChat {
             stream_options: serde_json::json!({ "include_usage": true }),
             max_tokens: request.max_tokens,
             settings: WireSettings::for_endpoint(endpoint, &request.settings),
+            provider: Some(&endpoint.routing).filter(|r| endpoint.provider == "openrouter" && !r.is_empty()),
         };
         self.http.post(endpoint.url("chat/completions")).json(&body)
     }

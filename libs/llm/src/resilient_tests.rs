@@ -109,6 +109,7 @@ fn ep(model: &str) -> Endpoint {
         base_url: "https://api.example.com/v1".into(),
         model: model.into(),
         api_mode: ApiMode::ChatCompletions,
+        routing: Default::default(),
     }
 }
 
@@ -237,6 +238,7 @@ async fn a_key_is_never_sent_to_a_host_it_was_not_issued_for() {
         base_url: "https://evil.example/v1".into(),
         model: "gpt".into(),
         api_mode: ApiMode::ChatCompletions,
+        routing: Default::default(),
     };
     let t = FakeTransport::default();
     let m = ResilientModel::new(t, StaticKeys(Some(key)), vec![misconfigured], fast());

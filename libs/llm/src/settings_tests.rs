@@ -13,7 +13,13 @@ use crate::wire::WireApi;
 use crate::{ChatRequest, Endpoint, OpenAiChat};
 
 fn endpoint(provider: &str, base_url: &str, model: &str, api_mode: ApiMode) -> Endpoint {
-    Endpoint { provider: provider.into(), base_url: base_url.into(), model: model.into(), api_mode }
+    Endpoint {
+        provider: provider.into(),
+        base_url: base_url.into(),
+        model: model.into(),
+        api_mode,
+        routing: Default::default(),
+    }
 }
 
 fn openai(model: &str) -> Endpoint {
@@ -224,4 +230,42 @@ fn claude_through_a_caching_gateway_gets_the_native_breakpoint_layout() {
     for other in [openrouter("openai/gpt-5.1"), openai("claude-sonnet-4.5")] {
         assert!(!body(&other).to_string().contains("cache_control"), "{}", other.model);
     }
+}
+
+#[test]
+fn provider_routing_reaches_openrouter_as_its_provider_object_and_no_one_else() {
+    let routing: hermes_core::ProviderRouting = serde_json::from_value(json!({
+        "order": ["anthropic", "google-vertex"], "only": ["anthropic", "google-vertex"], "ignore": ["together"],
+        "sort": "throughput", "allow_fallbacks": false, "data_collection": "deny", "require_parameters": true
+    }))
+    .unwrap();
+    let routed = |mut at: Endpoint| {
+        let (plain, _) = sent(&at, ModelSettings::default());
+        at.routing = routing.clone();
+        let (with, _) = sent(&at, ModelSettings::default());
+        let changed: Map<String, Value> = with
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, v)| plain.get(k.as_str()) != Some(v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Value::Object(changed)
+    };
+    assert_eq!(
+        routed(openrouter("anthropic/claude-sonnet-4.5")),
+        json!({"provider": {
+            "order": ["anthropic", "google-vertex"], "only": ["anthropic", "google-vertex"], "ignore": ["together"],
+            "sort": "throughput", "allow_fallbacks": false, "data_collection": "deny", "require_parameters": true
+        }})
+    );
+    let gateway =
+        endpoint("custom:gateway.example", "https://gateway.example/v1", "claude-sonnet-4-5", ApiMode::ChatCompletions);
+    for elsewhere in [openai("gpt-4.1"), gateway, responses("o3"), anthropic("claude-sonnet-4-5")] {
+        assert_eq!(routed(elsewhere.clone()), json!({}), "{}", elsewhere.base_url);
+    }
+    // Side tasks keep only the promise about who may keep prompts.
+    let mut side = openrouter("google/gemini-2.5-flash");
+    side.routing = routing.for_side_tasks();
+    assert_eq!(sent(&side, ModelSettings::default()).0["provider"], json!({"data_collection": "deny"}));
 }

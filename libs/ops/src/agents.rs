@@ -5,12 +5,13 @@
 
 use hermes_config::SandboxConfig;
 use hermes_core::{
-    ApprovalMode, ClientLimits, ImageInputMode, ModelSettings, SandboxChoice, TenantId, ToolsetName, WorkspaceScope,
+    ApprovalMode, AuxiliaryTask, ClientLimits, ImageInputMode, ModelSettings, ProviderRouting, SandboxChoice, TenantId,
+    ToolsetName, WorkspaceScope,
 };
 use hermes_net_policy::outbound::Policy;
 use hermes_store::admin::{Audit, AuditedTx, Change};
 use hermes_store::{Agent, AgentChanges, SecretBox, Store};
-use hermes_wire::admin::{AgentEdit, ModelRef, NewAgent};
+use hermes_wire::admin::{AgentEdit, AuxiliaryModels, ModelRef, NewAgent};
 
 use crate::toolsets::Installed;
 use crate::{OpsError, Result};
@@ -111,6 +112,63 @@ async fn set_model_settings(
     Ok(())
 }
 
+/// The most models one side task may fall back through.
+const MAX_TASK_MODELS: usize = 4;
+
+/// Refuses routing OpenRouter could not follow and side-task chains with a model the front end
+/// may not name, too many models, or (for `vision`) a model that reads only text. A task given
+/// no models is dropped: it uses the auxiliary model again.
+fn check_model_routing(
+    urls: ModelUrls<'_>,
+    routing: Option<&ProviderRouting>,
+    tasks: Option<&mut AuxiliaryModels>,
+) -> Result<()> {
+    if let Some(routing) = routing {
+        routing.check().map_err(|e| OpsError::invalid("provider_routing", e.to_string()))?;
+    }
+    let Some(tasks) = tasks else { return Ok(()) };
+    tasks.retain(|_, chain| !chain.is_empty());
+    for (task, chain) in tasks.iter() {
+        if chain.len() > MAX_TASK_MODELS {
+            return Err(OpsError::invalid("auxiliary_models", format!("{task}: at most {MAX_TASK_MODELS} models")));
+        }
+        urls.check_models(chain.iter().map(|m| ("auxiliary_models", m)))?;
+        let blind = chain.iter().find(|m| hermes_core::model_names::reads_only_text(&m.model));
+        if let (AuxiliaryTask::Vision, Some(blind)) = (task, blind) {
+            return Err(OpsError::invalid("auxiliary_models", format!("vision: {} reads only text", blind.model)));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a request naming both `vision_model` and a `vision` chain: the first is the
+/// one-model form of the second, and one request must not say two things.
+fn one_vision_chain(vision_model: Option<&ModelRef>, tasks: Option<&AuxiliaryModels>) -> Result<()> {
+    match (vision_model, tasks.and_then(|t| t.get(&AuxiliaryTask::Vision))) {
+        (Some(_), Some(_)) => Err(OpsError::invalid(
+            "auxiliary_models",
+            "vision: give either vision_model or auxiliary_models.vision, not both",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Stores whichever of `routing` and `tasks` is given on `agent` (the other kept).
+async fn set_model_routing(
+    tx: &mut AuditedTx,
+    agent: &mut Agent,
+    routing: Option<ProviderRouting>,
+    tasks: Option<AuxiliaryModels>,
+) -> Result<()> {
+    if routing.is_none() && tasks.is_none() {
+        return Ok(());
+    }
+    agent.provider_routing = routing.unwrap_or_else(|| agent.provider_routing.clone());
+    agent.auxiliary_models = tasks.unwrap_or_else(|| agent.auxiliary_models.clone());
+    tx.set_model_routing(agent.id, &agent.provider_routing, &agent.auxiliary_models).await?;
+    Ok(())
+}
+
 /// Text that says something, or `None`.
 fn given(text: Option<String>) -> Option<String> {
     text.filter(|t| !t.trim().is_empty())
@@ -131,6 +189,8 @@ pub async fn create(
         check_sandbox(sandboxes, choice)?;
     }
     check_model_settings(new.model_settings.as_ref(), new.client_limits.as_ref())?;
+    check_model_routing(urls, new.provider_routing.as_ref(), new.auxiliary_models.as_mut())?;
+    one_vision_chain(new.vision_model.as_ref(), new.auxiliary_models.as_ref())?;
     let base = urls.check("provider_base_url", &new.provider_base_url)?;
     let others = new.fallbacks.iter().map(|m| ("fallbacks", m));
     let others = others.chain(new.auxiliary.iter().map(|m| ("auxiliary", m)));
@@ -183,6 +243,7 @@ pub async fn create(
         agent.sandbox = choice;
     }
     set_model_settings(&mut tx, &mut agent, new.model_settings, new.client_limits).await?;
+    set_model_routing(&mut tx, &mut agent, new.provider_routing, new.auxiliary_models).await?;
     let vision = new.vision_model;
     let images = new.image_input_mode.filter(|m| *m != agent.image_input_mode);
     if vision.is_some() || images.is_some() {
@@ -205,13 +266,15 @@ pub async fn edit(
     store: &Store,
     by: Audit,
     (tenant, before): (TenantId, &Agent),
-    edit: AgentEdit,
+    mut edit: AgentEdit,
     (urls, sandboxes): (ModelUrls<'_>, &SandboxConfig),
 ) -> Result<Agent> {
     if let Some(choice) = &edit.sandbox {
         check_sandbox(sandboxes, choice)?;
     }
     check_model_settings(edit.model_settings.as_ref(), edit.client_limits.as_ref())?;
+    check_model_routing(urls, edit.provider_routing.as_ref(), edit.auxiliary_models.as_mut())?;
+    one_vision_chain(edit.vision_model.as_ref().and_then(Option::as_ref), edit.auxiliary_models.as_ref())?;
     check_toolsets(edit.toolsets.iter().flatten())?;
     let vision = edit.vision_model.iter().flatten().map(|m| ("vision_model", m));
     urls.check_models(edit.fallbacks.iter().flatten().map(|m| ("fallbacks", m)).chain(vision))?;
@@ -244,6 +307,7 @@ pub async fn edit(
         after.sandbox = choice;
     }
     set_model_settings(&mut tx, &mut after, edit.model_settings, edit.client_limits).await?;
+    set_model_routing(&mut tx, &mut after, edit.provider_routing, edit.auxiliary_models).await?;
     if images.is_some() || edit.vision_model.is_some() {
         let model = edit.vision_model;
         tx.set_vision(before.id, images, model.as_ref().map(Option::as_ref)).await?;

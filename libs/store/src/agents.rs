@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 
 use hermes_core::{AgentId, ApiMode, TenantId};
 use hermes_wire::admin::Agent as Shown;
-pub use hermes_wire::admin::ModelRef;
+pub use hermes_wire::admin::{AuxiliaryModels, ModelRef};
 
 use crate::admin::audited::tenant_writes;
 use crate::{Result, SecretBox, StoreError, views::Agents};
@@ -84,7 +84,17 @@ struct AgentRow {
     sandbox: Value,
     model_settings: Value,
     client_limits: Value,
+    provider_routing: Value,
+    auxiliary_models: Value,
     created_at: DateTime<Utc>,
+}
+
+/// Side tasks' models as stored, read by any release: a task or a model this one cannot read
+/// (a newer release's) is left out, so that task falls back to the auxiliary model.
+fn stored_auxiliary_models(value: Value) -> AuxiliaryModels {
+    let Value::Object(tasks) = value else { return AuxiliaryModels::new() };
+    let read = |(task, chain): (String, Value)| Some((task.parse().ok()?, serde_json::from_value(chain).ok()?));
+    tasks.into_iter().filter_map(read).filter(|(_, chain): &(_, Vec<ModelRef>)| !chain.is_empty()).collect()
 }
 
 /// A stored JSON model setting read back (`Corrupt` when it no longer parses).
@@ -120,6 +130,8 @@ impl AgentRow {
             // Read leniently: a newer release may have stored fields this one does not know.
             model_settings: hermes_core::Stored::from_stored(self.model_settings),
             client_limits: hermes_core::Stored::from_stored(self.client_limits),
+            provider_routing: hermes_core::Stored::from_stored(self.provider_routing),
+            auxiliary_models: stored_auxiliary_models(self.auxiliary_models),
             created_at: self.created_at,
         };
         Ok(Agent { shown, provider_secret: self.provider_secret })
@@ -142,7 +154,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, disabled_skills, image_input_mode, vision_model, workspace, sandbox, model_settings, client_limits, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, disabled_skills, image_input_mode, vision_model, workspace, sandbox, model_settings, client_limits, provider_routing, auxiliary_models, created_at"
     };
 }
 
@@ -214,6 +226,35 @@ tenant_writes! {
         model: Option<Option<&ModelRef>>,
     ) -> Result<()>
         = set_vision_on;
+
+    /// Sets where OpenRouter may send the agent's calls and its side tasks' models; turns
+    /// claimed after it use them.
+    pub async fn set_model_routing(
+        agent: AgentId,
+        routing: &hermes_core::ProviderRouting,
+        auxiliary_models: &AuxiliaryModels,
+    ) -> Result<()> = set_model_routing_on;
+}
+
+/// [`Agents::set_model_routing`](crate::views::Agents::set_model_routing) on a connection already set to `tenant`.
+async fn set_model_routing_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    routing: &hermes_core::ProviderRouting,
+    auxiliary_models: &AuxiliaryModels,
+) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE agents SET provider_routing = $3, auxiliary_models = $4, updated_at = now()
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent.as_uuid())
+    .bind(sqlx::types::Json(routing))
+    .bind(sqlx::types::Json(auxiliary_models))
+    .execute(conn)
+    .await?;
+    crate::require_changed(&done)
 }
 
 /// [`Agents::create_agent`](crate::views::Agents::create_agent) on a connection already set to `tenant`.

@@ -9,7 +9,7 @@ use hermes_config::HermesConfig;
 use hermes_ops::agents::{self, ModelUrls};
 use hermes_ops::toolsets::Installed;
 use hermes_store::{SecretBox, Store};
-use hermes_wire::admin::{ModelRef, NewAgent};
+use hermes_wire::admin::{AuxiliaryModels, ModelRef, NewAgent};
 
 use crate::audit_trail::cli_actor;
 use crate::cli::{print, print_lines, tenant};
@@ -99,6 +99,62 @@ pub struct AgentCreate {
     sandbox_memory_mb: Option<u64>,
     #[command(flatten)]
     model_settings: ModelSettingsArgs,
+    #[command(flatten)]
+    routing: ModelRoutingArgs,
+}
+
+/// Where OpenRouter may send the agent's calls, and its side tasks' own models.
+#[derive(Args)]
+pub struct ModelRoutingArgs {
+    /// OpenRouter providers to try first, in order, comma-separated (e.g. anthropic,google-vertex).
+    #[arg(long, value_delimiter = ',')]
+    openrouter_order: Vec<String>,
+    /// The only OpenRouter providers that may serve its calls, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    openrouter_only: Vec<String>,
+    /// OpenRouter providers that may never serve its calls, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    openrouter_ignore: Vec<String>,
+    /// What OpenRouter ranks providers by: price, throughput or latency.
+    #[arg(long)]
+    openrouter_sort: Option<hermes_core::ProviderSort>,
+    /// No providers beyond --openrouter-order when those fail.
+    #[arg(long)]
+    openrouter_no_fallbacks: bool,
+    /// allow or deny providers that may store or train on prompts (kept for side tasks too).
+    #[arg(long)]
+    openrouter_data_collection: Option<hermes_core::DataCollection>,
+    /// Only providers that honour every parameter sent.
+    #[arg(long)]
+    openrouter_require_parameters: bool,
+    /// A side task's own model, as TASK=MODEL@BASE_URL (compression, vision, approval,
+    /// goal_judge, review); repeat a task for its fallback chain, in order.
+    #[arg(long = "task-model")]
+    task_models: Vec<String>,
+}
+
+impl ModelRoutingArgs {
+    fn routing(&self) -> hermes_core::ProviderRouting {
+        hermes_core::ProviderRouting {
+            order: self.openrouter_order.clone(),
+            only: self.openrouter_only.clone(),
+            ignore: self.openrouter_ignore.clone(),
+            sort: self.openrouter_sort,
+            allow_fallbacks: self.openrouter_no_fallbacks.then_some(false),
+            data_collection: self.openrouter_data_collection,
+            require_parameters: self.openrouter_require_parameters.then_some(true),
+        }
+    }
+
+    fn task_models(&self) -> anyhow::Result<AuxiliaryModels> {
+        let mut tasks = AuxiliaryModels::new();
+        for spec in &self.task_models {
+            let (task, model) = spec.split_once('=').context("--task-model takes TASK=MODEL@BASE_URL")?;
+            let task: hermes_core::AuxiliaryTask = task.trim().parse()?;
+            tasks.entry(task).or_default().push(model_at(model).context("--task-model takes TASK=MODEL@BASE_URL")?);
+        }
+        Ok(tasks)
+    }
 }
 
 /// How the agent's model is asked to answer (unset: the provider's defaults).
@@ -230,6 +286,8 @@ impl AgentCreate {
             }),
             model_settings: Some(self.model_settings.settings()),
             client_limits: None,
+            provider_routing: Some(self.routing.routing()),
+            auxiliary_models: Some(self.routing.task_models()?),
         })
     }
 }

@@ -73,7 +73,7 @@ pub(crate) fn parse_verdict(answer: &str) -> Option<(bool, String)> {
 /// Asks the judge about the turn's `answer`. Never fails: a judge that cannot be reached or
 /// read says "not done".
 pub(crate) async fn judge(models: &Models, goal: &Goal, answer: &str) -> Verdict {
-    let (model, model_name) = models.auxiliary();
+    let (model, model_name) = models.for_task(hermes_core::AuxiliaryTask::GoalJudge);
     let mut asked = format!("Goal:\n{}\n", tail(&goal.goal, GOAL_CHARS));
     if !goal.subgoals.is_empty() {
         // Upstream's subgoal rule: done only when the goal and every criterion are met.

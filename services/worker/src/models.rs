@@ -1,6 +1,8 @@
-//! The models of one turn: the main model with its fallback chain, and the context engine
-//! whose summaries come from the agent's auxiliary model (resting 600 s after a failure), then
-//! the main model, then a static digest.
+//! The models of one turn: the main model with its fallback chain, each side task's chain (its
+//! own models, else the agent's auxiliary model, else the main one), and the context engine
+//! whose summaries come from the compression chain (resting 600 s after a failure), then the
+//! main model, then a static digest. OpenRouter is sent the agent's routing for the main model
+//! and its fallbacks, and only its data-collection promise for side tasks' own models.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,7 +12,7 @@ use hermes_agent::compress::{CompressionConfig, Compressor, Summarizer};
 use hermes_agent::{DefaultEngine, ModelSummarizer};
 use hermes_cache::KeyPools;
 use hermes_config::{AnthropicCacheTtl, LlmConfig};
-use hermes_core::{AgentId, CallPurpose, ChatMessage, ImageInputMode, TenantId};
+use hermes_core::{AgentId, AuxiliaryTask, CallPurpose, ChatMessage, ImageInputMode, ProviderRouting, TenantId};
 use hermes_llm::anthropic::CacheTtl;
 use hermes_llm::keys::provider_for_url;
 use hermes_llm::{
@@ -20,7 +22,7 @@ use hermes_store::{Agent, CredentialPools, ModelRef, SecretBox, Store};
 
 use crate::keys::TenantKeys;
 
-/// How long a failed auxiliary model is left out of summaries.
+/// How long a failed compression chain is left out of summaries.
 pub(crate) const AUX_COOLDOWN: Duration = Duration::from_secs(600);
 
 /// Every model a turn uses: resilient (retries, key rotation, fallbacks) and within budget.
@@ -38,7 +40,8 @@ pub(crate) struct ModelDeps {
     pub llm: LlmConfig,
     /// `llm.prompt_cache_gateways`, shared by every transport built.
     pub cache_gateways: Arc<[String]>,
-    /// When each agent's auxiliary model last failed (it rests before the next summary).
+    /// When each agent's compression chain (other than its main model) last failed: it rests
+    /// before the next summary.
     pub aux_failed_at: Mutex<HashMap<AgentId, Instant>>,
 }
 
@@ -64,15 +67,43 @@ pub(crate) struct Models {
     pub capped: bool,
 }
 
-fn endpoint(base_url: &str, model: &str, mode: Option<ApiMode>) -> Endpoint {
+fn endpoint(base_url: &str, model: &str, mode: Option<ApiMode>, routing: ProviderRouting) -> Endpoint {
     let provider = provider_for_url(base_url);
     let api_mode = resolve_api_mode(mode, &provider, base_url);
-    Endpoint { provider, base_url: base_url.to_owned(), model: model.to_owned(), api_mode }
+    Endpoint { provider, base_url: base_url.to_owned(), model: model.to_owned(), api_mode, routing }
 }
 
 impl Models {
     fn primary(&self) -> Endpoint {
-        endpoint(&self.agent.provider_base_url, &self.agent.model, self.agent.api_mode)
+        let routing = self.agent.provider_routing.clone();
+        endpoint(&self.agent.provider_base_url, &self.agent.model, self.agent.api_mode, routing)
+    }
+
+    /// One of the main model's fallbacks: routed as the main model is.
+    fn fallback(&self, m: &ModelRef) -> Endpoint {
+        endpoint(&m.base_url, &m.model, m.api_mode, self.agent.provider_routing.clone())
+    }
+
+    /// A model of the agent's side work (auxiliary, vision, a task's own): the routing's
+    /// providers may not serve it, so only the promise about prompts goes along.
+    fn side(&self, m: &ModelRef) -> Endpoint {
+        endpoint(&m.base_url, &m.model, m.api_mode, self.agent.provider_routing.for_side_tasks())
+    }
+
+    /// What side work is metered as: `auxiliary` from a turn; a background task keeps its own.
+    fn side_purpose(&self) -> CallPurpose {
+        if self.purpose == CallPurpose::Main { CallPurpose::Auxiliary } else { self.purpose }
+    }
+
+    /// `task`'s chain when it is not the main model: its own models, else the auxiliary model.
+    fn side_chain(&self, task: AuxiliaryTask) -> Option<(Vec<Endpoint>, String)> {
+        let own = self.agent.auxiliary_models.get(&task).filter(|chain| !chain.is_empty());
+        let chain: Vec<&ModelRef> = match own {
+            Some(chain) => chain.iter().collect(),
+            None => self.agent.auxiliary.iter().collect(),
+        };
+        let first = chain.first()?.model.clone();
+        Some((chain.into_iter().map(|m| self.side(m)).collect(), first))
     }
 
     fn keys(&self) -> TenantKeys {
@@ -125,19 +156,16 @@ impl Models {
     /// The main model and its fallback chain.
     pub fn main(&self) -> TurnModel {
         let mut chain = vec![self.primary()];
-        chain.extend(self.agent.fallbacks.iter().map(|f| endpoint(&f.base_url, &f.model, f.api_mode)));
+        chain.extend(self.agent.fallbacks.iter().map(|f| self.fallback(f)));
         self.build(chain, self.purpose)
     }
 
-    /// The model for side tasks (reviews): the auxiliary model, else the main one; and its name.
-    pub fn auxiliary(&self) -> (TurnModel, String) {
-        // Metered as `auxiliary` from a turn; a background task keeps its own purpose.
-        let purpose = if self.purpose == CallPurpose::Main { CallPurpose::Auxiliary } else { self.purpose };
-        match &self.agent.auxiliary {
-            Some(aux) => {
-                (self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode)], purpose), aux.model.clone())
-            }
-            None => (self.build(vec![self.primary()], purpose), self.agent.model.clone()),
+    /// The model for side task `task` (a judge, a review) with its fallbacks, and the first
+    /// one's name: the task's own models, else the auxiliary model, else the main one.
+    pub fn for_task(&self, task: AuxiliaryTask) -> (TurnModel, String) {
+        match self.side_chain(task) {
+            Some((chain, name)) => (self.build(chain, self.side_purpose()), name),
+            None => (self.build(vec![self.primary()], self.side_purpose()), self.agent.model.clone()),
         }
     }
 
@@ -145,21 +173,30 @@ impl Models {
     /// server's `sampling.model`) on the agent's provider, else the agent's main model.
     pub fn sampling(&self, model: Option<&str>) -> (TurnModel, String) {
         let name = model.unwrap_or(&self.agent.model).to_owned();
-        let on_provider = endpoint(&self.agent.provider_base_url, &name, self.agent.api_mode);
+        let routing = self.agent.provider_routing.for_side_tasks();
+        let on_provider = endpoint(&self.agent.provider_base_url, &name, self.agent.api_mode, routing);
         (self.build(vec![on_provider], CallPurpose::Sampling), name)
     }
 
     /// The model that looks at images for the agent (`vision_analyze`, and pictures for a
-    /// model that reads only text), and its name: its vision model, else its auxiliary model,
-    /// else its main one, passing over those known to read only text. `None`: none can see.
+    /// model that reads only text) with its fallbacks, and the first one's name: the `vision`
+    /// task's own models, else its vision model, else its auxiliary model, else its main one,
+    /// passing over those known to read only text. `None`: none can see.
     pub fn vision(&self) -> Option<(TurnModel, String)> {
-        let purpose = if self.purpose == CallPurpose::Main { CallPurpose::Auxiliary } else { self.purpose };
-        let sees = |m: &ModelRef| !hermes_llm::models::reads_only_text(&m.model);
-        let chosen = self.agent.vision_model.clone().or_else(|| self.agent.auxiliary.clone().filter(sees));
-        match chosen {
-            Some(m) => Some((self.build(vec![endpoint(&m.base_url, &m.model, m.api_mode)], purpose), m.model)),
+        let sees = |m: &&ModelRef| !hermes_llm::models::reads_only_text(&m.model);
+        let own = self.agent.auxiliary_models.get(&AuxiliaryTask::Vision);
+        let chain: Vec<&ModelRef> = match (own, &self.agent.vision_model) {
+            (Some(chain), _) => chain.iter().filter(sees).collect(),
+            (None, Some(m)) => vec![m],
+            (None, None) => self.agent.auxiliary.iter().filter(sees).collect(),
+        };
+        match chain.first() {
+            Some(first) => {
+                let name = first.model.clone();
+                Some((self.build(chain.into_iter().map(|m| self.side(m)).collect(), self.side_purpose()), name))
+            }
             None if !hermes_llm::models::reads_only_text(&self.agent.model) => {
-                Some((self.build(vec![self.primary()], purpose), self.agent.model.clone()))
+                Some((self.build(vec![self.primary()], self.side_purpose()), self.agent.model.clone()))
             }
             None => None,
         }
@@ -192,12 +229,12 @@ impl Models {
             .ok()
             .and_then(|m| m.get(&self.agent.id).copied())
             .is_some_and(|at| at.elapsed() < AUX_COOLDOWN);
-        if let Some(aux) = &self.agent.auxiliary
+        if let Some((chain, model_name)) = self.side_chain(AuxiliaryTask::Compression)
             && !resting
         {
-            let model = self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode)], CallPurpose::Auxiliary);
+            let model = self.build(chain, CallPurpose::Auxiliary);
             summarizers.push(Summaries {
-                inner: ModelSummarizer { model, model_name: aux.model.clone() },
+                inner: ModelSummarizer { model, model_name },
                 on_failure: Some((&self.deps, self.agent.id)),
             });
         }

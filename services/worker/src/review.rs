@@ -182,7 +182,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         ledger: crate::budget::Ledger { session: job.session_id, turn: job.turn_id },
         capped: true,
     };
-    let (model, model_name) = models.auxiliary();
+    let (model, model_name) = models.for_task(hermes_core::AuxiliaryTask::Review);
     let input = ChatMessage::user(format!("The conversation to review:\n\n{}", transcript(&messages)));
     let tool_ctx = ToolCtx {
         tenant_id: job.tenant_id,

@@ -95,6 +95,52 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
     assert_eq!((before["model"].as_str(), after["model"].as_str()), (Some("scripted-model"), Some("gpt-4o-mini")));
 }
 
+#[tokio::test]
+async fn openrouter_routing_and_side_task_models_are_set_checked_and_kept_apart() {
+    let Acme { env, id: acme, owner, .. } = Acme::start(Roles::API_ONLY).await;
+    let path = format!("/admin/v1/tenants/{acme}/agents/helper");
+    let routing = json!({"order": ["anthropic", "google-vertex"], "sort": "throughput", "allow_fallbacks": false,
+        "data_collection": "deny", "require_parameters": true});
+    let judges = json!({"approval": [{"model": "judge-a", "base_url": "https://judge.example.com/v1"},
+        {"model": "judge-b", "base_url": "https://judge.example.com/v1"}], "goal_judge": []});
+    let (s, set) = owner.call(&env, Method::PATCH, &path, Some(json!({"provider_routing": routing}))).await;
+    assert_eq!((s, &set["provider_routing"]), (200, &routing), "{set}");
+    let (s, set) = owner.call(&env, Method::PATCH, &path, Some(json!({"auxiliary_models": judges}))).await;
+    assert_eq!(s, 200, "{set}");
+    assert_eq!(set["provider_routing"], routing, "routing is kept when only the side models change");
+    assert_eq!(set["auxiliary_models"]["approval"][1]["model"], "judge-b");
+    assert!(set["auxiliary_models"].get("goal_judge").is_none(), "a task given no models uses the auxiliary one");
+    let stored = env.store.agents().agent_by_name(acme, "helper").await.unwrap();
+    assert_eq!(stored.provider_routing.sort, Some(hermes_core::ProviderSort::Throughput));
+    assert_eq!(stored.auxiliary_models[&hermes_core::AuxiliaryTask::Approval].len(), 2);
+    let model = |m: &str, url: &str| json!({"model": m, "base_url": url});
+    let public = "https://m.example.com/v1";
+    let five = vec![model("m", public); 5];
+    for (body, says) in [
+        (json!({"provider_routing": {"sort": "cheapest"}}), "cheapest"),
+        (json!({"provider_routing": {"only": ["openai"], "ignore": ["openai"]}}), "ignore"),
+        (json!({"provider_routing": {"order": ["Not A Slug"]}}), "slug"),
+        (json!({"provider_routing": {"providers": ["x"]}}), "unknown field `providers`"),
+        (json!({"auxiliary_models": {"titles": [model("m", public)]}}), "titles"),
+        (json!({"auxiliary_models": {"approval": [model("m", "http://10.0.0.8/v1")]}}), "not a public address"),
+        (json!({"auxiliary_models": {"approval": five}}), "at most 4"),
+        (json!({"auxiliary_models": {"vision": [model("deepseek-chat", public)]}}), "reads only text"),
+        (
+            json!({"vision_model": model("eye", public), "auxiliary_models": {"vision": [model("eye-2", public)]}}),
+            "not both",
+        ),
+    ] {
+        let (s, refused) = owner.call(&env, Method::PATCH, &path, Some(body.clone())).await;
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(s == 400 && message.contains(says), "{body} -> {refused}");
+    }
+    let (s, cleared) = owner.call(&env, Method::PATCH, &path, Some(json!({"provider_routing": {}}))).await;
+    assert_eq!(
+        (s, &cleared["provider_routing"], &cleared["auxiliary_models"]["approval"][0]["model"]),
+        (200, &json!({}), &json!("judge-a"))
+    );
+}
+
 /// `name` made over the admin API by acme's owner on `env`, with `toolsets` if given: its
 /// toolsets as made.
 async fn made(env: &TestEnv, owner: &Console, acme: TenantId, name: &str, toolsets: Option<Value>) -> Vec<String> {

@@ -48,6 +48,7 @@ fn messages_become_alternating_blocks_with_tool_results_as_user_blocks_and_cache
         base_url: "https://api.anthropic.com/v1".into(),
         model: "claude-sonnet-4-5".into(),
         api_mode: hermes_core::ApiMode::AnthropicMessages,
+        routing: Default::default(),
     };
     let (body, betas) = build_request(&endpoint, &request, CacheTtl::OneHour);
     assert!(betas.is_empty(), "no thinking asked");
@@ -80,6 +81,7 @@ fn thinking_is_left_off_for_a_tool_loop_whose_assistant_message_lost_its_signed_
         base_url: "https://api.anthropic.com/v1".into(),
         model: "claude-sonnet-4-5".into(),
         api_mode: ApiMode::AnthropicMessages,
+        routing: Default::default(),
     };
     let signed = json!({"type": "thinking", "thinking": "hmm", "signature": "EqQB"});
     let asked = |replay: Option<ReasoningReplay>| ChatRequest {

@@ -78,6 +78,7 @@ fn messages_become_input_items_with_instructions_and_call_outputs() {
         base_url: "https://api.openai.com/v1".into(),
         model: "gpt-5".into(),
         api_mode: hermes_core::ApiMode::Responses,
+        routing: Default::default(),
     };
     let body = build_request(&endpoint, &request);
     assert_eq!(body["include"], json!(["reasoning.encrypted_content"]), "gpt-5 reasons unasked");
@@ -117,6 +118,7 @@ fn encrypted_reasoning_is_kept_and_sent_back_only_to_the_model_and_endpoint_that
         base_url: base_url.into(),
         model: model.into(),
         api_mode: hermes_core::ApiMode::Responses,
+        routing: Default::default(),
     };
     let written = at("https://api.openai.com/v1", "o3");
     let message = ChatMessage {

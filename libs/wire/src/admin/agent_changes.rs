@@ -83,6 +83,15 @@ pub struct NewAgent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub client_limits: Option<hermes_core::ClientLimits>,
+    /// Where OpenRouter may send its calls (see the agent's `provider_routing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub provider_routing: Option<hermes_core::ProviderRouting>,
+    /// Models of its own for side tasks, each a fallback chain (see the agent's
+    /// `auxiliary_models`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub auxiliary_models: Option<super::AuxiliaryModels>,
 }
 
 /// Changes to an agent (absent: unchanged; an empty `soul` or `system_message` clears it).
@@ -127,6 +136,14 @@ pub struct AgentEdit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub client_limits: Option<hermes_core::ClientLimits>,
+    /// Replaces where OpenRouter may send its calls (`{}`: OpenRouter's defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub provider_routing: Option<hermes_core::ProviderRouting>,
+    /// Replaces its side tasks' models (`{}`: every task on `auxiliary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub auxiliary_models: Option<super::AuxiliaryModels>,
     /// The model that describes images (`{"model": ..., "base_url": ...}`); `null` removes it.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>, nullable)]

@@ -62,8 +62,20 @@ pub struct Agent {
     /// `allow_fast`.
     #[schema(value_type = Object)]
     pub client_limits: hermes_core::ClientLimits,
+    /// Where OpenRouter may send its calls: `order`, `only`, `ignore`, `sort` (`price`,
+    /// `throughput`, `latency`), `allow_fallbacks`, `data_collection` (`allow`, `deny`),
+    /// `require_parameters`; `{}`: OpenRouter's defaults.
+    #[schema(value_type = Object)]
+    pub provider_routing: hermes_core::ProviderRouting,
+    /// Models of its own for side tasks (`compression`, `vision`, `approval`, `goal_judge`,
+    /// `review`), each a fallback chain tried in order; a task left out uses `auxiliary`.
+    #[schema(value_type = Object)]
+    pub auxiliary_models: AuxiliaryModels,
     pub created_at: DateTime<Utc>,
 }
+
+/// Each side task's own models, in the order they are tried.
+pub type AuxiliaryModels = std::collections::BTreeMap<hermes_core::AuxiliaryTask, Vec<ModelRef>>;
 
 /// Another model an agent uses (a fallback, the auxiliary or vision model): its keys come from
 /// the tenant's pool for its provider.

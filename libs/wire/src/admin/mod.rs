@@ -14,8 +14,8 @@ mod tenants;
 
 pub use agent_changes::{AgentEdit, NewAgent, ToolsetChoice};
 pub use agents::{
-    Agent, AgentSkill, AgentSkills, McpServer, McpServerSet, Memory, MemoryWritten, ModelRef, SandboxImageShown,
-    SandboxOffer, SkillDocument, SkillSaved, SkillToggled,
+    Agent, AgentSkill, AgentSkills, AuxiliaryModels, McpServer, McpServerSet, Memory, MemoryWritten, ModelRef,
+    SandboxImageShown, SandboxOffer, SkillDocument, SkillSaved, SkillToggled,
 };
 pub use audit::{AuditActor, AuditEntry, AuditPage};
 pub use automation::Hooks;

@@ -108,10 +108,14 @@ export async function agentPage(section, ctx, agentId) {
   const efforts = ['', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
   const effort = h('select', {}, efforts.map((e) => h('option', { value: e, selected: e === (a.model_settings?.reasoning_effort || '') }, e || t('default'))));
   const temperature = h('input', { type: 'number', min: '0', max: '2', step: '0.1', value: a.model_settings?.temperature ?? '', placeholder: t('default') });
+  const routing = a.provider_routing || {};
+  const order = h('input', { type: 'text', value: (routing.order || []).join(', '), placeholder: 'anthropic, google-vertex' });
+  const sort = h('select', {}, ['', 'price', 'throughput', 'latency'].map((m) => h('option', { value: m, selected: m === (routing.sort || '') }, m ? t(`sort_${m}`) : t('default'))));
+  const keeping = h('select', {}, ['', 'allow', 'deny'].map((m) => h('option', { value: m, selected: m === (routing.data_collection || '') }, m ? t(`collection_${m}`) : t('default'))));
   const eye = h('input', { type: 'text', value: a.vision_model?.model || '', placeholder: 'gpt-4o-mini' });
   const eyeUrl = h('input', { type: 'url', value: a.vision_model?.base_url || '', placeholder: 'https://api.openai.com/v1' });
   const status = h('div', { 'aria-live': 'polite' });
-  for (const control of [model, soul, egress, mode, images, workspace, image, cpus, memory, effort, temperature, eye, eyeUrl]) if (!edit) control.setAttribute('disabled', '');
+  for (const control of [model, soul, egress, mode, images, workspace, image, cpus, memory, effort, temperature, order, sort, keeping, eye, eyeUrl]) if (!edit) control.setAttribute('disabled', '');
   // Both fields set a vision model; both emptied take it away; otherwise it stays as it is.
   const visionModel = () => {
     if (eye.value.trim() && eyeUrl.value.trim()) return { model: eye.value.trim(), base_url: eyeUrl.value.trim() };
@@ -136,6 +140,12 @@ export async function agentPage(section, ctx, agentId) {
           reasoning_effort: effort.value || undefined,
           temperature: temperature.value ? Number(temperature.value) : undefined,
         },
+        provider_routing: {
+          ...routing,
+          order: order.value.split(',').map((p) => p.trim()).filter(Boolean),
+          sort: sort.value || undefined,
+          data_collection: keeping.value || undefined,
+        },
       });
       status.replaceChildren(notice('ok', t('saved')));
     }, status),
@@ -144,7 +154,8 @@ export async function agentPage(section, ctx, agentId) {
   h('div', { class: 'field inline' }, egress, h('label', { for: 'agent-egress' }, t('egress'))),
   field(t('approvalMode'), mode), field(t('imageMode'), images), field(t('workspace'), workspace),
   field(t('sandboxImage'), image), field(t('sandboxCpus'), cpus), field(t('sandboxMemory'), memory),
-  field(t('reasoningEffort'), effort), field(t('temperature'), temperature), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
+  field(t('reasoningEffort'), effort), field(t('temperature'), temperature),
+  field(t('providerOrder'), order), field(t('providerSort'), sort), field(t('dataCollection'), keeping), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
   edit ? h('button', { type: 'submit' }, t('save')) : null, status));
   await mcpSection(section, ctx, a, edit);
   await secretsSection(section, ctx, a, edit);

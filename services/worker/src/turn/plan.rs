@@ -407,7 +407,7 @@ impl Planner<'_> {
         let (tenant, turn) = (self.tenant, self.turn);
         let approval_mode = agent.approval_mode;
         let judge = (approval_mode == ApprovalMode::Smart).then(|| {
-            let (model, model_name) = models.auxiliary();
+            let (model, model_name) = models.for_task(hermes_core::AuxiliaryTask::Approval);
             let store = self.rt.ctx.store.clone();
             let session = turn.session_id;
             Judge(Arc::new(crate::judge::SmartJudge { model, model_name, store, tenant, agent: agent.id, session }))
