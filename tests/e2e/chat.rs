@@ -89,6 +89,14 @@ async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
     let content: String = chunks.iter().filter_map(|c| c["choices"].get(0)?["delta"]["content"].as_str()).collect();
     assert_eq!(content, "one two three", "reasoning never mixes into the answer");
+    // Reasoning streams apart, as `reasoning_content`, before the answer's text.
+    let delta =
+        |c: &Value, field: &str| c["choices"].get(0).and_then(|ch| ch["delta"][field].as_str()).map(str::to_owned);
+    let thought: String = chunks.iter().filter_map(|c| delta(c, "reasoning_content")).collect();
+    assert_eq!(thought, "thinking quietly");
+    let first_thought = chunks.iter().position(|c| delta(c, "reasoning_content").is_some()).unwrap();
+    let first_word = chunks.iter().position(|c| delta(c, "content").is_some_and(|t| !t.is_empty())).unwrap();
+    assert!(first_thought < first_word, "reasoning comes first");
     assert!(chunks.len() >= 5, "the answer arrives in several chunks, not one: {}", chunks.len());
     let finish = chunks.iter().find(|c| c["choices"][0]["finish_reason"].is_string()).unwrap();
     assert_eq!(finish["choices"][0]["finish_reason"], "stop");
@@ -99,6 +107,21 @@ async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
     let reasoning: Option<String> =
         sqlx::query_scalar("SELECT reasoning FROM messages WHERE role = 'assistant'").fetch_one(&env.db).await.unwrap();
     assert_eq!(reasoning.as_deref(), Some("thinking quietly"));
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_whole_answer_carries_its_reasoning_apart_and_counts_its_reasoning_tokens() {
+    let reply = ScriptedReply::text("42").with_reasoning("six times seven");
+    let body = json!({"model": "helper", "messages": [{"role": "user", "content": "what is 6 x 7?"}]});
+    let (Team { env, .. }, resp) = chatted(reply, body).await;
+    let body: Value = resp.json().await.unwrap();
+    let message = &body["choices"][0]["message"];
+    assert_eq!(
+        (message["content"].as_str(), message["reasoning_content"].as_str()),
+        (Some("42"), Some("six times seven"))
+    );
+    assert!(body["usage"]["completion_tokens_details"]["reasoning_tokens"].is_u64(), "{body}");
     env.stop().await;
 }
 

@@ -206,3 +206,68 @@ async fn streamed_responses_send_the_events_in_order_with_tool_calls_and_sequenc
     assert_eq!(got["status"], "completed");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn reasoning_comes_as_summary_items_streamed_and_whole() {
+    let Team { env, key, .. } = Team::acme("helper").await;
+    env.llm.push_all([
+        ScriptedReply::terminal("echo 42"),
+        ScriptedReply::text("It is 42.").with_reasoning("The command printed 42."),
+    ]);
+    let body = json!({"input": "What does echo 42 print?", "stream": true});
+    let resp =
+        env.http.post(format!("{}/v1/responses", env.api_url)).bearer_auth(&key).json(&body).send().await.unwrap();
+    let events: Vec<(String, Value)> = sse_events(&resp.text().await.unwrap())
+        .into_iter()
+        .map(|(name, data)| (name.unwrap(), serde_json::from_str(&data).unwrap()))
+        .collect();
+    let reasoning: Vec<&str> = events
+        .iter()
+        .filter(|(n, d)| n.starts_with("response.reasoning_summary") || d["item"]["type"] == "reasoning")
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let mut order = reasoning.clone();
+    order.dedup();
+    assert_eq!(
+        order,
+        [
+            "response.output_item.added",
+            "response.reasoning_summary_part.added",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_summary_text.done",
+            "response.reasoning_summary_part.done",
+            "response.output_item.done",
+        ]
+    );
+    let said: String = events
+        .iter()
+        .filter(|(n, _)| n == "response.reasoning_summary_text.delta")
+        .map(|(_, d)| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(said, "The command printed 42.");
+    let opened = events.iter().position(|(_, d)| d["item"]["type"] == "reasoning").unwrap();
+    let answered = events.iter().position(|(_, d)| d["item"]["type"] == "message").unwrap();
+    assert!(opened < answered, "the reasoning comes before the answer");
+    let done = &events.last().unwrap().1["response"];
+    let kinds: Vec<&str> = done["output"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["function_call", "function_call_output", "reasoning", "message"]);
+    let item = &done["output"][2];
+    assert_eq!(item["summary"], json!([{"type": "summary_text", "text": "The command printed 42."}]));
+    let streamed = &events[opened].1["item"]["id"];
+    assert_eq!(&item["id"], streamed, "the streamed item is the stored one");
+    // Read back later, the response says the same.
+    let id = done["id"].as_str().unwrap();
+    let again: Value = env
+        .http
+        .get(format!("{}/v1/responses/{id}", env.api_url))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["output"], done["output"]);
+    assert!(done["usage"]["output_tokens_details"]["reasoning_tokens"].is_u64());
+    env.stop().await;
+}

@@ -14,8 +14,8 @@ use serde_json::Value;
 use hermes_core::{FinishReason, InteractionKind, PendingInteraction, TurnEventKind, TurnId, TurnOutcome};
 use hermes_http::{ApiError, ErrorCode};
 use hermes_wire::v1::{
-    AssistantRole, ChatChunk, ChatExtras, ChatUsage, ChunkError, ChunkHead, Delta, Interaction, Progress,
-    PromptTokensDetails, ServerErrorKind, ToolProgressStatus,
+    AssistantRole, ChatChunk, ChatExtras, ChatUsage, ChunkError, ChunkHead, CompletionTokensDetails, Delta,
+    Interaction, Progress, PromptTokensDetails, ServerErrorKind, ToolProgressStatus,
 };
 
 use crate::wait::{Next, Waiter};
@@ -29,6 +29,7 @@ fn usage(o: &TurnOutcome) -> ChatUsage {
         completion_tokens: o.usage.completion_tokens,
         total_tokens: o.usage.total_tokens,
         prompt_tokens_details: Some(PromptTokensDetails { cached_tokens: o.usage.cached_tokens }),
+        completion_tokens_details: Some(CompletionTokensDetails { reasoning_tokens: o.usage.reasoning_tokens }),
     }
 }
 
@@ -178,7 +179,14 @@ impl Completion {
         if outcome.finish_reason == FinishReason::Error && outcome.content.is_empty() {
             return Err(incomplete(&outcome));
         }
-        let body = self.chunks().completion(outcome.content.clone(), outcome.finish_reason, usage(&outcome));
+        // A whole answer's turn streamed no events: its reasoning is read from what it stored.
+        let (store, tenant) = (&self.waiter.store, self.waiter.tenant);
+        let reasoning = store.conversations().turn_reasoning(tenant, self.turn).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read the turn's reasoning");
+            None
+        });
+        let body =
+            self.chunks().completion((outcome.content.clone(), reasoning), outcome.finish_reason, usage(&outcome));
         let mut resp = Json(body).into_response();
         if let Some(v) = outcome.session_id.and_then(|id| axum::http::HeaderValue::from_str(&id.to_string()).ok()) {
             // Compaction moved the conversation to a new session: continue with that one.
@@ -189,7 +197,7 @@ impl Completion {
 
     fn waiting_response(&self, interaction: &PendingInteraction) -> Response {
         let mut body =
-            self.chunks().completion(interaction_text(interaction), FinishReason::Stop, ChatUsage::default());
+            self.chunks().completion((interaction_text(interaction), None), FinishReason::Stop, ChatUsage::default());
         body.hermes = waiting_on(interaction);
         let mut resp = Json(body).into_response();
         if let Ok(v) = axum::http::HeaderValue::from_str(&interaction.id.to_string()) {
@@ -221,7 +229,7 @@ impl Completion {
     async fn pump(mut self, tx: tokio::sync::mpsc::Sender<Result<Event, Infallible>>, include_usage: bool) {
         let chunks = self.chunks();
         let send = |chunk: ChatChunk| tx.send(Ok(data(&chunk)));
-        let role = Delta { role: Some(AssistantRole::Assistant), content: Some(String::new()) };
+        let role = Delta { role: Some(AssistantRole::Assistant), content: Some(String::new()), ..Delta::default() };
         if send(chunks.delta(role, None)).await.is_err() {
             return;
         }
@@ -248,6 +256,7 @@ impl Completion {
                     streamed.push_str(&text);
                     chunks.text(text)
                 }
+                Next::Event(TurnEventKind::Reasoning { text }) => chunks.reasoning(text),
                 Next::Event(event) => match progress(event) {
                     Some(p) => chunks.progress(p),
                     None => continue,

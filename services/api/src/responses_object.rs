@@ -9,7 +9,7 @@ use hermes_store::TurnStatus;
 use hermes_wire::v1::{
     AssistantRole, ContentPart, IncompleteDetails, IncompleteReason, InputTokensDetails, Interaction, ItemStatus,
     OutputItem, OutputTokensDetails, Reasoning, ResponseError, ResponseExtras, ResponseKind, ResponseObject,
-    ResponseStatus, ResponseUsage, TextConfig, Truncation,
+    ResponseStatus, ResponseUsage, SummaryPart, TextConfig, Truncation,
 };
 
 use crate::completion::interaction_text;
@@ -35,7 +35,7 @@ pub(crate) fn usage(o: &TurnOutcome) -> ResponseUsage {
         input_tokens: u.prompt_tokens,
         input_tokens_details: InputTokensDetails { cached_tokens: u.cached_tokens },
         output_tokens: u.completion_tokens,
-        output_tokens_details: OutputTokensDetails { reasoning_tokens: 0 },
+        output_tokens_details: OutputTokensDetails { reasoning_tokens: u.reasoning_tokens },
         total_tokens: u.total_tokens,
     }
 }
@@ -53,6 +53,17 @@ pub(crate) fn message_item(turn: TurnId, text: &str, status: ItemStatus) -> Outp
         role: AssistantRole::Assistant,
         content: vec![ContentPart::text(text)],
     }
+}
+
+/// The id of the turn's `n`th reasoning item (from 0).
+pub(crate) fn reasoning_id(turn: TurnId, n: usize) -> String {
+    format!("rs_{}_{n}", turn.as_uuid().simple())
+}
+
+/// A reasoning item holding `text` as its one summary part (none while it opens).
+pub(crate) fn reasoning_item(id: String, text: Option<&str>, status: ItemStatus) -> OutputItem {
+    let summary = text.map(|t| SummaryPart::SummaryText { text: t.to_owned() }).into_iter().collect();
+    OutputItem::Reasoning { id, status, summary }
 }
 
 pub(crate) fn function_call_item(call_id: &str, name: &str, arguments: &str, status: ItemStatus) -> OutputItem {
@@ -79,13 +90,18 @@ pub(crate) fn internal_tool(name: &str) -> bool {
     name.starts_with('_')
 }
 
-/// The turn's tool calls and results as output items, in the order they happened.
-fn tool_items(messages: &[ChatMessage]) -> Vec<OutputItem> {
+/// The turn's reasoning, tool calls and results as output items, in the order they happened.
+fn tool_items(turn: TurnId, messages: &[ChatMessage]) -> Vec<OutputItem> {
     let mut shown = std::collections::HashSet::new();
     let mut items = Vec::new();
+    let mut reasoned = 0;
     for m in messages {
         match m.role {
             Role::Assistant => {
+                if let Some(text) = m.reasoning.as_deref().filter(|r| !r.is_empty()) {
+                    items.push(reasoning_item(reasoning_id(turn, reasoned), Some(text), ItemStatus::Completed));
+                    reasoned += 1;
+                }
                 for call in m.tool_calls.iter().filter(|c| !internal_tool(&c.function.name)) {
                     shown.insert(call.id.clone());
                     let args = hermes_core::event_text(&call.function.arguments);
@@ -147,7 +163,7 @@ pub(crate) fn response_object(
     interaction: Option<&PendingInteraction>,
 ) -> ResponseObject {
     let state = state_of(status, outcome);
-    let mut output = tool_items(messages);
+    let mut output = tool_items(meta.turn, messages);
     let text = match (outcome, interaction) {
         (_, Some(i)) => Some(interaction_text(i)),
         (Some(o), None) if !o.content.is_empty() => Some(o.content.clone()),

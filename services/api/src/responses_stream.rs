@@ -1,7 +1,9 @@
 //! Streaming a response (`"stream": true` on `POST /v1/responses`) as the Responses API's
 //! server-sent events, in upstream Hermes' order with OpenAI's content-part events added so the
-//! official SDKs' stream accumulators work: `response.created`, `response.in_progress`, the
-//! message item (`output_item.added`, `content_part.added`, `output_text.delta`...), each tool
+//! official SDKs' stream accumulators work: `response.created`, `response.in_progress`, each
+//! model call's reasoning as a `reasoning` item (`reasoning_summary_part.added`,
+//! `reasoning_summary_text.delta`..., closed by whatever comes next), the message item
+//! (`output_item.added`, `content_part.added`, `output_text.delta`...), each tool
 //! call as a `function_call` item and its `function_call_output`, then `output_text.done`,
 //! `content_part.done`, `output_item.done` and the terminal `response.completed` (or
 //! `response.failed` / `response.incomplete`) with the full object. Every event carries a
@@ -18,13 +20,13 @@ use hermes_core::{TurnEventKind, TurnOutcome};
 use hermes_store::{Store, TurnStatus};
 use hermes_wire::v1::{
     ContentPart, IncompleteDetails, IncompleteReason, ItemStatus, OutputItem, ResponseEvent, ResponseStatus,
-    ResponseStreamEvent,
+    ResponseStreamEvent, SummaryPart,
 };
 
 use crate::completion::{Completion, interaction_text};
 use crate::responses_object::{
-    ResponseMeta, function_call_item, function_output_item, internal_tool, message_id, message_item, response_object,
-    response_status,
+    ResponseMeta, function_call_item, function_output_item, internal_tool, message_id, message_item, reasoning_id,
+    reasoning_item, response_object, response_status,
 };
 use crate::wait::Next;
 
@@ -52,6 +54,10 @@ struct Items {
     text: String,
     /// Open function calls: output index, name, arguments.
     calls: HashMap<String, (usize, String, String)>,
+    /// The open reasoning item: output index, id, text so far.
+    reasoning: Option<(usize, String, String)>,
+    /// How many reasoning items were opened.
+    reasoned: usize,
 }
 
 impl Items {
@@ -84,7 +90,48 @@ pub(crate) fn stream(
     Sse::new(stream).keep_alive(KeepAlive::new().interval(keepalive).text("keepalive"))
 }
 
+/// A piece of reasoning, in a reasoning item opened for it if none is open.
+async fn reasoning_delta(out: &mut Emitter, items: &mut Items, meta: &ResponseMeta, delta: &str) -> bool {
+    if items.reasoning.is_none() {
+        let (index, id) = (items.claim_index(), reasoning_id(meta.turn, items.reasoned));
+        items.reasoned += 1;
+        let item = reasoning_item(id.clone(), None, ItemStatus::InProgress);
+        let part = SummaryPart::SummaryText { text: String::new() };
+        let opened = out.send(ResponseEvent::ItemAdded { output_index: index, item }).await
+            && out
+                .send(ResponseEvent::SummaryPartAdded {
+                    item_id: id.clone(),
+                    output_index: index,
+                    summary_index: 0,
+                    part,
+                })
+                .await;
+        if !opened {
+            return false;
+        }
+        items.reasoning = Some((index, id, String::new()));
+    }
+    let Some((output_index, item_id, text)) = items.reasoning.as_mut() else { return true };
+    text.push_str(delta);
+    let delta = delta.to_owned();
+    let (output_index, item_id) = (*output_index, item_id.clone());
+    out.send(ResponseEvent::SummaryTextDelta { item_id, output_index, summary_index: 0, delta }).await
+}
+
+/// Closes the reasoning item, if one is open: whatever the model does next ends it.
+async fn close_reasoning(out: &mut Emitter, items: &mut Items) -> bool {
+    let Some((output_index, item_id, text)) = items.reasoning.take() else { return true };
+    let part = SummaryPart::SummaryText { text: text.clone() };
+    let done = reasoning_item(item_id.clone(), Some(&text), ItemStatus::Completed);
+    out.send(ResponseEvent::SummaryTextDone { item_id: item_id.clone(), output_index, summary_index: 0, text }).await
+        && out.send(ResponseEvent::SummaryPartDone { item_id, output_index, summary_index: 0, part }).await
+        && out.send(ResponseEvent::ItemDone { output_index, item: done }).await
+}
+
 async fn text_delta(out: &mut Emitter, items: &mut Items, meta: &ResponseMeta, delta: &str) -> bool {
+    if !close_reasoning(out, items).await {
+        return false;
+    }
     let item_id = message_id(meta.turn);
     let output_index = match items.message {
         Some(i) => i,
@@ -150,13 +197,24 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
     {
         return;
     }
-    let mut items = Items { next_index: 0, message: None, text: String::new(), calls: HashMap::new() };
+    let mut items = Items {
+        next_index: 0,
+        message: None,
+        text: String::new(),
+        calls: HashMap::new(),
+        reasoning: None,
+        reasoned: 0,
+    };
     let ended = loop {
         let sent = match completion.waiter.next().await {
             Next::Finished(outcome) => break Ok(outcome),
             Next::Waiting(interaction) => break Err(interaction),
             Next::Event(TurnEventKind::Delta { text }) => text_delta(&mut out, &mut items, &meta, &text).await,
+            Next::Event(TurnEventKind::Reasoning { text }) => reasoning_delta(&mut out, &mut items, &meta, &text).await,
             Next::Event(TurnEventKind::ToolStarted { call_id, tool, arguments, .. }) if !internal_tool(&tool) => {
+                if !close_reasoning(&mut out, &mut items).await {
+                    return;
+                }
                 let index = items.claim_index();
                 let item = function_call_item(&call_id, &tool, &arguments, ItemStatus::InProgress);
                 items.calls.insert(call_id, (index, tool, arguments));
@@ -172,6 +230,9 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
         }
     };
     completion.guard.armed = false;
+    if !close_reasoning(&mut out, &mut items).await {
+        return;
+    }
     let tenant = completion.guard.tenant;
     let (status, outcome, interaction) = match ended {
         Ok(outcome) => {

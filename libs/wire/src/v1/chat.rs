@@ -112,6 +112,10 @@ pub struct AssistantMessage {
     pub content: String,
     /// Always `null`.
     pub refusal: Option<String>,
+    /// What the model reasoned before answering, where its provider shows it (DeepSeek's
+    /// field, read by OpenAI-compatible chat front ends); left out when there was none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -122,6 +126,15 @@ pub struct ChatUsage {
     /// Left out when the turn made no model call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// Left out when the turn made no model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+/// Completion tokens spent reasoning (part of `completion_tokens`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CompletionTokensDetails {
+    pub reasoning_tokens: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -177,6 +190,9 @@ pub struct Delta {
     pub role: Option<AssistantRole>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// A piece of the model's reasoning, before the answer's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
 }
 
 /// Always `server_error`.
@@ -263,7 +279,12 @@ impl ChunkHead {
 
     /// A chunk of text.
     pub fn text(&self, content: impl Into<String>) -> ChatChunk {
-        self.delta(Delta { role: None, content: Some(content.into()) }, None)
+        self.delta(Delta { content: Some(content.into()), ..Delta::default() }, None)
+    }
+
+    /// A piece of reasoning.
+    pub fn reasoning(&self, reasoning: impl Into<String>) -> ChatChunk {
+        self.delta(Delta { reasoning_content: Some(reasoning.into()), ..Delta::default() }, None)
     }
 
     /// A named event: an empty chunk with the event's fields.
@@ -277,7 +298,12 @@ impl ChunkHead {
     }
 
     /// The answer as one `chat.completion`.
-    pub fn completion(&self, content: String, finish_reason: FinishReason, usage: ChatUsage) -> ChatCompletion {
+    pub fn completion(
+        &self,
+        (content, reasoning_content): (String, Option<String>),
+        finish_reason: FinishReason,
+        usage: ChatUsage,
+    ) -> ChatCompletion {
         ChatCompletion {
             id: self.id.clone(),
             object: CompletionKind::ChatCompletion,
@@ -285,7 +311,7 @@ impl ChunkHead {
             model: self.model.clone(),
             choices: vec![ChatChoice {
                 index: 0,
-                message: AssistantMessage { role: AssistantRole::Assistant, content, refusal: None },
+                message: AssistantMessage { role: AssistantRole::Assistant, content, refusal: None, reasoning_content },
                 logprobs: None,
                 finish_reason,
             }],
@@ -331,7 +357,7 @@ mod tests {
 
     #[test]
     fn a_completion_says_its_message_has_no_refusal() {
-        let done = head().completion("ok".into(), FinishReason::Stop, ChatUsage::default());
+        let done = head().completion(("ok".into(), None), FinishReason::Stop, ChatUsage::default());
         let value = serde_json::to_value(done).unwrap();
         assert_eq!(value["choices"][0]["message"], json!({"role": "assistant", "content": "ok", "refusal": null}));
         assert_eq!(value["choices"][0]["finish_reason"], "stop");

@@ -16,8 +16,8 @@ mod usage;
 pub use channels::{Channel, ChannelBound, ChannelChanges, ChannelRequest, PairingRequest};
 pub use chat::{
     AssistantMessage, AssistantRole, ChatChoice, ChatChunk, ChatCompletion, ChatCompletionRequest, ChatExtras,
-    ChatUsage, ChunkChoice, ChunkError, ChunkHead, ChunkKind, CompletionKind, Delta, Progress, PromptTokensDetails,
-    ServerErrorKind, ToolProgressStatus,
+    ChatUsage, ChunkChoice, ChunkError, ChunkHead, ChunkKind, CompletionKind, CompletionTokensDetails, Delta, Progress,
+    PromptTokensDetails, ServerErrorKind, ToolProgressStatus,
 };
 pub use cron::{
     UpstreamCronJob, UpstreamError, UpstreamJobBody, UpstreamJobs, UpstreamOk, UpstreamRepeat, UpstreamSchedule,
@@ -29,7 +29,7 @@ pub use jobs::{CreateJob, CronJob, CronRun};
 pub use responses::{
     ContentPart, IncompleteDetails, IncompleteReason, InputTokensDetails, ItemStatus, OutputItem, OutputTokensDetails,
     Reasoning, ResponseError, ResponseEvent, ResponseExtras, ResponseKind, ResponseObject, ResponseStatus,
-    ResponseStreamEvent, ResponseUsage, ResponsesRequest, TextConfig, TextFormat, Truncation,
+    ResponseStreamEvent, ResponseUsage, ResponsesRequest, SummaryPart, TextConfig, TextFormat, Truncation,
 };
 pub use runs::{
     ApprovalResponseKind, InteractionRequest, Responded, Run, RunApproval, RunApprovalResponse, RunError, RunEvent,

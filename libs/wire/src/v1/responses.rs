@@ -223,10 +223,19 @@ pub enum ItemStatus {
     Completed,
 }
 
-/// One item of a response's `output`: the assistant's message, a tool call, or its result.
+/// One item of a response's `output`: the model's reasoning, the assistant's message, a tool
+/// call, or its result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum OutputItem {
+    /// What the model reasoned before one of its answers or tool calls, where its provider
+    /// shows it (a summary at OpenAI, thinking at Anthropic, reasoning text elsewhere).
+    Reasoning {
+        /// `rs_`, the turn's 32 hex digits and the item's number in the turn.
+        id: String,
+        status: ItemStatus,
+        summary: Vec<SummaryPart>,
+    },
     Message {
         /// `msg_` and the turn's 32 hex digits.
         id: String,
@@ -249,6 +258,13 @@ pub enum OutputItem {
         call_id: String,
         output: String,
     },
+}
+
+/// A part of a reasoning item's summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SummaryPart {
+    SummaryText { text: String },
 }
 
 /// A part of a message's content.
@@ -297,6 +313,14 @@ pub enum ResponseEvent {
     PartDone { item_id: String, output_index: usize, content_index: usize, part: ContentPart },
     #[serde(rename = "response.output_item.done")]
     ItemDone { output_index: usize, item: OutputItem },
+    #[serde(rename = "response.reasoning_summary_part.added")]
+    SummaryPartAdded { item_id: String, output_index: usize, summary_index: usize, part: SummaryPart },
+    #[serde(rename = "response.reasoning_summary_text.delta")]
+    SummaryTextDelta { item_id: String, output_index: usize, summary_index: usize, delta: String },
+    #[serde(rename = "response.reasoning_summary_text.done")]
+    SummaryTextDone { item_id: String, output_index: usize, summary_index: usize, text: String },
+    #[serde(rename = "response.reasoning_summary_part.done")]
+    SummaryPartDone { item_id: String, output_index: usize, summary_index: usize, part: SummaryPart },
     #[serde(rename = "response.completed")]
     Completed { response: Box<ResponseObject> },
     #[serde(rename = "response.incomplete")]
@@ -317,6 +341,10 @@ impl ResponseEvent {
             Self::TextDone { .. } => "response.output_text.done",
             Self::PartDone { .. } => "response.content_part.done",
             Self::ItemDone { .. } => "response.output_item.done",
+            Self::SummaryPartAdded { .. } => "response.reasoning_summary_part.added",
+            Self::SummaryTextDelta { .. } => "response.reasoning_summary_text.delta",
+            Self::SummaryTextDone { .. } => "response.reasoning_summary_text.done",
+            Self::SummaryPartDone { .. } => "response.reasoning_summary_part.done",
             Self::Completed { .. } => "response.completed",
             Self::Incomplete { .. } => "response.incomplete",
             Self::Failed { .. } => "response.failed",
