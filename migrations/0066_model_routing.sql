@@ -8,3 +8,7 @@
 ALTER TABLE agents
     ADD COLUMN IF NOT EXISTS provider_routing jsonb NOT NULL DEFAULT '{}'::jsonb,
     ADD COLUMN IF NOT EXISTS auxiliary_models jsonb NOT NULL DEFAULT '{}'::jsonb;
+
+-- Whether a chat channel shows the model's reasoning above each answer (upstream's
+-- `display.show_reasoning`); off, as every channel was so far.
+ALTER TABLE channels ADD COLUMN IF NOT EXISTS show_reasoning boolean NOT NULL DEFAULT false;

@@ -1,6 +1,6 @@
 //! Telegram chat features against the Bot API emulator: questions answered with buttons or
 //! commands, pairing, HTML formatting with its fallback, chat commands, streaming previews,
-//! files, split pastes and group conversations.
+//! files, split pastes, group conversations, and reasoning shown where a channel opts in.
 
 use std::time::Duration;
 
@@ -307,4 +307,21 @@ async fn an_earlier_conversation_is_listed_and_resumed() {
 fn only_text(tg: &TelegramEmulator, text: &str) -> Option<()> {
     let visible = tg.sent(TOKEN);
     (visible.len() == 1 && visible[0].text == text).then_some(())
+}
+
+#[tokio::test]
+async fn reasoning_is_shown_above_the_answer_only_where_the_channel_opts_in() {
+    let (env, tg, channel, pod) = open_chat().await;
+    env.llm.push(ScriptedReply::text("It is 42.").with_reasoning("Six times seven."));
+    tg.user_says(TOKEN, 42, "what is 6 x 7?");
+    assert_eq!(sent(&tg, 1).await[0].text, "It is 42.", "scratch work stays out of the chat by default");
+
+    let shown = hermes_store::ChannelAccess { show_reasoning: Some(true), ..Default::default() };
+    env.change_access(&channel, &shown).await;
+    env.llm.push(ScriptedReply::text("It is 56.").with_reasoning("Seven times eight."));
+    tg.user_says(TOKEN, 42, "and 7 x 8?");
+    let got = sent(&tg, 2).await[1].text.clone();
+    assert!(got.starts_with("💭 <b>Reasoning:</b>\n<pre>Seven times eight.</pre>"), "{got}");
+    assert!(got.ends_with("It is 56."), "{got}");
+    pod.stop_with(env).await;
 }

@@ -110,6 +110,7 @@ fn access(c: ChannelChanges) -> Result<ChannelAccess> {
         streaming: c.streaming,
         group_sessions: optional("group_sessions", c.group_sessions.as_deref())?,
         tool_progress: c.tool_progress,
+        show_reasoning: c.show_reasoning,
         home_chat: c.home_chat,
         toolsets: c.toolsets,
         admin_commands: c
@@ -192,6 +193,7 @@ pub fn shown(c: Channel) -> hermes_wire::v1::Channel {
         group_sessions: c.group_sessions,
         admin_commands: c.admin_commands,
         tool_progress: c.tool_progress,
+        show_reasoning: c.show_reasoning,
         home_chat: c.home_chat,
         toolsets: c.toolsets,
         status: c.status,

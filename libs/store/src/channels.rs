@@ -43,6 +43,7 @@ pub struct ChannelAccess {
     pub group_sessions: Option<GroupSessions>,
     pub admin_commands: Option<Vec<String>>,
     pub tool_progress: Option<bool>,
+    pub show_reasoning: Option<bool>,
     /// `chat` or `chat:thread`; an empty string clears it.
     pub home_chat: Option<String>,
     /// Replaces the toolset rules when set.
@@ -89,6 +90,8 @@ pub struct Channel {
     pub admin_commands: Vec<String>,
     /// Tools at work are shown in one edited message (migration 0025).
     pub tool_progress: bool,
+    /// The model's reasoning is shown above each answer (migration 0066).
+    pub show_reasoning: bool,
     /// Where deliveries to the bare platform go: `chat` or `chat:thread` (migration 0030).
     pub home_chat: Option<String>,
     /// The only toolsets of the agent's each kind of chat may use (migration 0060).
@@ -272,7 +275,8 @@ async fn update_channel_access_on(
                 streaming = COALESCE($9, streaming), group_sessions = COALESCE($10, group_sessions),
                 admin_commands = COALESCE($11, admin_commands), tool_progress = COALESCE($12, tool_progress),
                 home_chat = CASE WHEN $13::text IS NULL THEN home_chat ELSE NULLIF($13, '') END,
-                toolsets = COALESCE($14, toolsets), updated_at = now()
+                toolsets = COALESCE($14, toolsets), show_reasoning = COALESCE($15, show_reasoning),
+                updated_at = now()
          WHERE tenant_id = $1 AND id = $2 RETURNING *",
     )
     .bind(tenant.as_uuid())
@@ -289,6 +293,7 @@ async fn update_channel_access_on(
     .bind(access.tool_progress)
     .bind(access.home_chat.as_deref())
     .bind(access.toolsets.as_ref().map(sqlx::types::Json))
+    .bind(access.show_reasoning)
     .fetch_optional(conn)
     .await
     .map_err(|e| StoreError::invalid_on_check(e, "unknown policy"))?

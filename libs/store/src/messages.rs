@@ -315,16 +315,17 @@ impl Conversations<'_> {
         rows.into_iter().map(|r| StoredMessage::try_from(r).map(|m| m.message)).collect()
     }
 
-    /// What the turn's model calls reasoned, in order, a blank line apart; `None` if nothing.
-    pub async fn turn_reasoning(self, tenant: TenantId, turn: TurnId) -> Result<Option<String>> {
-        let reasoning = sqlx::query_scalar::<_, Option<String>>(
-            "SELECT string_agg(m.reasoning, E'\\n\\n' ORDER BY m.seq)
+    /// What each of the turn's model calls reasoned, in order (calls without any left out).
+    pub async fn turn_reasoning(self, tenant: TenantId, turn: TurnId) -> Result<Vec<String>> {
+        let reasoning = sqlx::query_scalar::<_, String>(
+            "SELECT m.reasoning
              FROM turns t JOIN messages m ON m.tenant_id = t.tenant_id AND m.session_id = t.session_id
-             WHERE t.tenant_id = $1 AND t.id = $2 AND m.turn_id = $2 AND m.role = 'assistant' AND m.reasoning <> ''",
+             WHERE t.tenant_id = $1 AND t.id = $2 AND m.turn_id = $2 AND m.role = 'assistant' AND m.reasoning <> ''
+             ORDER BY m.seq",
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
-        .fetch_one(&mut *self.as_tenant(tenant).await?)
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(reasoning)
     }

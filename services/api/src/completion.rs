@@ -181,10 +181,13 @@ impl Completion {
         }
         // A whole answer's turn streamed no events: its reasoning is read from what it stored.
         let (store, tenant) = (&self.waiter.store, self.waiter.tenant);
-        let reasoning = store.conversations().turn_reasoning(tenant, self.turn).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "cannot read the turn's reasoning");
-            None
-        });
+        let reasoning = match store.conversations().turn_reasoning(tenant, self.turn).await {
+            Ok(calls) => Some(calls.join("\n\n")).filter(|r| !r.is_empty()),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the turn's reasoning");
+                None
+            }
+        };
         let body =
             self.chunks().completion((outcome.content.clone(), reasoning), outcome.finish_reason, usage(&outcome));
         let mut resp = Json(body).into_response();

@@ -212,13 +212,7 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
             Next::Event(TurnEventKind::Delta { text }) => text_delta(&mut out, &mut items, &meta, &text).await,
             Next::Event(TurnEventKind::Reasoning { text }) => reasoning_delta(&mut out, &mut items, &meta, &text).await,
             Next::Event(TurnEventKind::ToolStarted { call_id, tool, arguments, .. }) if !internal_tool(&tool) => {
-                if !close_reasoning(&mut out, &mut items).await {
-                    return;
-                }
-                let index = items.claim_index();
-                let item = function_call_item(&call_id, &tool, &arguments, ItemStatus::InProgress);
-                items.calls.insert(call_id, (index, tool, arguments));
-                out.send(ResponseEvent::ItemAdded { output_index: index, item }).await
+                tool_started(&mut out, &mut items, call_id, tool, arguments).await
             }
             Next::Event(TurnEventKind::ToolCompleted { call_id, output, .. }) => {
                 tool_completed(&mut out, &mut items, &call_id, &output).await
@@ -274,6 +268,17 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
         _ => ResponseEvent::Failed { response },
     };
     let _ = out.send(last).await;
+}
+
+/// A tool call as a new output item; whatever the model reasoned before it is done.
+async fn tool_started(out: &mut Emitter, items: &mut Items, call_id: String, tool: String, arguments: String) -> bool {
+    if !close_reasoning(out, items).await {
+        return false;
+    }
+    let index = items.claim_index();
+    let item = function_call_item(&call_id, &tool, &arguments, ItemStatus::InProgress);
+    items.calls.insert(call_id, (index, tool, arguments));
+    out.send(ResponseEvent::ItemAdded { output_index: index, item }).await
 }
 
 /// A tool's result as two output items after its call's; `false` once the client is gone.

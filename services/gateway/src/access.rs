@@ -80,6 +80,7 @@ pub(crate) mod tests {
             group_sessions: hermes_core::GroupSessions::Chat,
             admin_commands: vec![],
             tool_progress: true,
+            show_reasoning: false,
             home_chat: None,
             toolsets: Default::default(),
             status: hermes_core::ChannelStatus::Active,

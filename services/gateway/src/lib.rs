@@ -26,6 +26,7 @@ pub mod leased;
 pub mod outbox;
 pub mod pairing;
 mod reasoning_commands;
+mod reasoning_shown;
 pub mod route;
 pub mod slack;
 pub mod stream;

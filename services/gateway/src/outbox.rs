@@ -192,6 +192,13 @@ impl Gateway {
             }
             return;
         }
+        let item = match self.with_reasoning_shown(&channel, item).await {
+            Ok(item) => item,
+            Err((item, why)) => {
+                let _ = self.store.system().outbox_retry(&item, backoff(item.attempts), &why).await;
+                return;
+            }
+        };
         let result = match (channel.platform, channel.mode) {
             (Platform::Telegram, _) => self.deliver_telegram(&channel, &item).await,
             (Platform::Slack, _) => self.deliver_slack(&channel, &item).await,
@@ -224,6 +231,29 @@ impl Gateway {
             Err(e) => {
                 tracing::warn!(error = %e, "cannot record a delivery; its lease will lapse and it is tried again")
             }
+        }
+    }
+
+    /// `item` with the reasoning behind its answer shown above it, for a channel that opted
+    /// in (every attempt the same, so a retry's parts are the first attempt's).
+    async fn with_reasoning_shown(
+        &self,
+        channel: &Channel,
+        mut item: OutboxItem,
+    ) -> Result<OutboxItem, (OutboxItem, String)> {
+        let Some(turn) = item.turn_id.filter(|_| channel.show_reasoning) else { return Ok(item) };
+        let OutboxPayload::Answer { outcome: Some(outcome), .. } = &mut item.payload else { return Ok(item) };
+        if outcome.content.trim().is_empty() {
+            return Ok(item);
+        }
+        match self.store.conversations().turn_reasoning(item.tenant_id, turn).await {
+            Ok(calls) => {
+                if let Some(last) = calls.last() {
+                    outcome.content = crate::reasoning_shown::above(last, &outcome.content);
+                }
+                Ok(item)
+            }
+            Err(e) => Err((item, e.to_string())),
         }
     }
 

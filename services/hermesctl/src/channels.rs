@@ -53,6 +53,9 @@ pub enum ChannelCmd {
         /// Show the tools at work in one edited message (true or false; Telegram and Slack).
         #[arg(long)]
         tool_progress: Option<bool>,
+        /// Show the model's reasoning above each answer (true or false).
+        #[arg(long)]
+        show_reasoning: Option<bool>,
         /// The chat (chat or chat:thread) deliveries to the bare platform go to; "" clears it.
         #[arg(long)]
         home_chat: Option<String>,
@@ -181,6 +184,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
             group_sessions,
             admin_commands,
             tool_progress,
+            show_reasoning,
             home_chat,
             toolsets,
         } => {
@@ -196,6 +200,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 group_sessions: group_sessions.map(|v| v.to_string()),
                 admin_commands: some(admin_commands),
                 tool_progress,
+                show_reasoning,
                 home_chat,
                 toolsets,
             };

@@ -42,6 +42,9 @@ pub struct Channel {
     pub admin_commands: Vec<String>,
     /// Tools at work are shown in one edited message (Telegram, Slack).
     pub tool_progress: bool,
+    /// The model's reasoning is shown above each answer (off by default: it is scratch work,
+    /// not the answer).
+    pub show_reasoning: bool,
     /// Where deliveries to the bare platform go (`chat` or `chat:thread`).
     pub home_chat: Option<String>,
     /// The only toolsets of the agent's each kind of chat may use: `direct`, `groups`, and
@@ -125,6 +128,8 @@ pub struct ChannelChanges {
     /// Chat commands (with or without their `/`) only the channel's admins may use.
     pub admin_commands: Option<Vec<String>>,
     pub tool_progress: Option<bool>,
+    /// Show the model's reasoning above each answer.
+    pub show_reasoning: Option<bool>,
     /// `chat` or `chat:thread` where deliveries to the bare platform go; "" clears it.
     pub home_chat: Option<String>,
     /// Replaces the rules of which toolsets each kind of chat may use (`{}` lifts them):
