@@ -1,6 +1,7 @@
 //! Folds OpenAI `chat.completion.chunk`s into one assistant message.
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use hermes_core::{ChatMessage, Content, Role, ToolCall, ToolCallFunction, Usage};
 
@@ -34,6 +35,9 @@ struct ChunkDelta {
     /// `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter).
     #[serde(default, alias = "reasoning_content")]
     reasoning: Option<String>,
+    /// OpenRouter's reasoning to send back (signed or encrypted), in fragments.
+    #[serde(default)]
+    reasoning_details: Vec<Value>,
     #[serde(default)]
     tool_calls: Vec<ToolCallDelta>,
 }
@@ -119,6 +123,7 @@ pub struct StreamAccumulator {
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
     usage: Usage,
+    details: crate::reasoning_details::ReasoningDetails,
 }
 
 impl StreamAccumulator {
@@ -144,6 +149,9 @@ impl StreamAccumulator {
             }
             if let Some(text) = delta.reasoning.filter(|t| !t.is_empty()) {
                 self.streamed.reasoning(&text, sink)?;
+            }
+            for fragment in delta.reasoning_details {
+                self.details.push(fragment, &mut self.streamed)?;
             }
             for call in delta.tool_calls {
                 // Without an index, a new id starts a new call; otherwise it continues the last.
@@ -177,6 +185,11 @@ impl StreamAccumulator {
             }
         }
         Ok(())
+    }
+
+    /// OpenRouter's reasoning details, whole, to send back on the next call (taken once).
+    pub(crate) fn take_details(&mut self) -> Vec<Value> {
+        self.details.take()
     }
 
     /// Whether any text or reasoning has been streamed to the sink.
@@ -285,6 +298,23 @@ impl Streamed {
 mod tests {
     use super::*;
     use crate::NoDeltas;
+
+    #[test]
+    fn openrouter_reasoning_details_are_gathered_whole_from_their_fragments() {
+        let mut acc = StreamAccumulator::default();
+        for chunk in [
+            r#"{"choices":[{"delta":{"reasoning":"hm","reasoning_details":[{"type":"reasoning.text","text":"hm","index":0}]}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.text","text":"m","index":0,"signature":"EqQB"}]}}]}"#,
+            r#"{"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}"#,
+        ] {
+            acc.push(chunk, &mut NoDeltas).unwrap();
+        }
+        assert_eq!(
+            acc.take_details(),
+            [serde_json::json!({"type": "reasoning.text", "text": "hmm", "index": 0, "signature": "EqQB"})]
+        );
+        assert_eq!(acc.finish().message.reasoning.as_deref(), Some("hm"));
+    }
 
     struct Collect(String, String);
     impl DeltaSink for Collect {

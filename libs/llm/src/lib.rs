@@ -9,6 +9,7 @@ pub mod keys;
 mod meter;
 pub mod models;
 mod openai;
+mod reasoning_details;
 mod resilient;
 pub mod responses;
 mod retry;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use hermes_core::{ChatMessage, Content, ModelSettings, ReasoningEffort, Role, ToolCall};
+use hermes_core::{ApiMode, ChatMessage, Content, ModelSettings, ReasoningEffort, Role, ToolCall};
 
 use crate::accumulate::Streamed;
 use crate::endpoint::Endpoint;
@@ -55,10 +55,15 @@ struct WireMessage<'a> {
     tool_call_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
+    /// OpenRouter's reasoning details, back to the endpoint and model that wrote them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_details: Option<&'a [Value]>,
 }
 
-impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
-    fn from(m: &'a ChatMessage) -> Self {
+impl<'a> WireMessage<'a> {
+    fn new(m: &'a ChatMessage, endpoint: &Endpoint) -> Self {
+        let replay =
+            m.replay.as_ref().and_then(|r| r.for_call(ApiMode::ChatCompletions, &endpoint.base_url, &endpoint.model));
         Self {
             role: m.role,
             content: m.content.as_ref(),
@@ -66,6 +71,7 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
             tool_call_id: m.tool_call_id.as_deref(),
             // `name` on tool messages is not accepted by every server; the call id suffices.
             name: if m.role == Role::Tool { None } else { m.name.as_deref() },
+            reasoning_details: replay,
         }
     }
 }
@@ -179,10 +185,10 @@ fn mark(message: &mut Value, marker: &Value) {
 
 /// Anthropic's `system_and_3` layout on chat messages: the first system message and the last
 /// three others are breakpoints, so each call reads the conversation so far from the cache.
-fn with_breakpoints(messages: &[ChatMessage], ttl: crate::anthropic::CacheTtl) -> Vec<Value> {
+fn with_breakpoints(messages: &[ChatMessage], endpoint: &Endpoint, ttl: crate::anthropic::CacheTtl) -> Vec<Value> {
     let marker = crate::anthropic::cache_control(ttl);
     let mut out: Vec<Value> =
-        messages.iter().map(|m| serde_json::to_value(WireMessage::from(m)).unwrap_or(Value::Null)).collect();
+        messages.iter().map(|m| serde_json::to_value(WireMessage::new(m, endpoint)).unwrap_or(Value::Null)).collect();
     if let Some(system) = out.first_mut().filter(|m| m["role"] == "system") {
         mark(system, &marker);
     }
@@ -202,9 +208,9 @@ impl WireApi for OpenAiChat {
         let body = WireRequest {
             model: &endpoint.model,
             messages: if self.caches_on_request(endpoint) {
-                WireMessages::Cached(with_breakpoints(&request.messages, self.cache_ttl))
+                WireMessages::Cached(with_breakpoints(&request.messages, endpoint, self.cache_ttl))
             } else {
-                WireMessages::Plain(request.messages.iter().map(WireMessage::from).collect())
+                WireMessages::Plain(request.messages.iter().map(|m| WireMessage::new(m, endpoint)).collect())
             },
             tools: &request.tools,
             stream: true,
@@ -241,6 +247,11 @@ impl StreamFold for ChatStream {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// OpenRouter's reasoning details, to be sent back on the next call.
+    fn take_replay(&mut self) -> Vec<Value> {
+        self.acc.take_details()
     }
 
     /// Some servers close the stream after the finish reason without `[DONE]`.

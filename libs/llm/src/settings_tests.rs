@@ -40,9 +40,14 @@ fn anthropic(model: &str) -> Endpoint {
 
 /// The JSON body and `anthropic-beta` header `endpoint`'s transport sends for `settings`.
 fn sent(endpoint: &Endpoint, settings: ModelSettings) -> (Value, Option<String>) {
+    sent_with(endpoint, settings, vec![ChatMessage::system("be brief"), ChatMessage::user("hi")])
+}
+
+/// [`sent`] for a conversation of `messages`.
+fn sent_with(endpoint: &Endpoint, settings: ModelSettings, messages: Vec<ChatMessage>) -> (Value, Option<String>) {
     let request = ChatRequest {
         model: endpoint.model.clone(),
-        messages: vec![ChatMessage::system("be brief"), ChatMessage::user("hi")],
+        messages,
         tools: Arc::from([]),
         max_tokens: settings.max_output_tokens,
         settings,
@@ -268,4 +273,24 @@ fn provider_routing_reaches_openrouter_as_its_provider_object_and_no_one_else() 
     let mut side = openrouter("google/gemini-2.5-flash");
     side.routing = routing.for_side_tasks();
     assert_eq!(sent(&side, ModelSettings::default()).0["provider"], json!({"data_collection": "deny"}));
+}
+
+#[test]
+fn openrouter_reasoning_details_go_back_only_to_the_model_that_wrote_them() {
+    let at = openrouter("anthropic/claude-sonnet-4.5");
+    let details = vec![json!({"type": "reasoning.text", "text": "hmm", "signature": "EqQB", "index": 0})];
+    let mut answered = ChatMessage::assistant("Checking.");
+    answered.replay = Some(hermes_core::ReasoningReplay {
+        api: ApiMode::ChatCompletions,
+        base_url: at.base_url.clone(),
+        model: at.model.clone(),
+        items: details.clone(),
+    });
+    let conversation = vec![ChatMessage::user("check it"), answered, ChatMessage::user("and?")];
+    let (body, _) = sent_with(&at, ModelSettings::default(), conversation.clone());
+    assert_eq!(body["messages"][1]["reasoning_details"], json!(details));
+    assert!(body["messages"][1].get("reasoning").is_none(), "our own reasoning text stays with us");
+    // Another model (a fallback) cannot verify the signature: it is sent nothing.
+    let (body, _) = sent_with(&openrouter("openai/gpt-5.1"), ModelSettings::default(), conversation);
+    assert!(body["messages"][1].get("reasoning_details").is_none(), "{body}");
 }
