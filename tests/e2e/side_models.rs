@@ -21,8 +21,8 @@ async fn the_approval_judge_runs_on_its_own_chain_and_other_tasks_on_the_auxilia
         .await
         .unwrap();
     let judges = [(AuxiliaryTask::Approval, vec![on_scripted("judge-gone"), on_scripted("judge-ok")])];
-    let routing = hermes_core::ProviderRouting::default();
-    env.store.agents().set_model_routing(tenant, agent.id, &routing, &judges.into_iter().collect()).await.unwrap();
+    let judges = judges.into_iter().collect();
+    env.store.agents().set_model_routing(tenant, agent.id, None, Some(&judges)).await.unwrap();
 
     // The first judge is gone (404): the next in its chain reviews the command.
     env.llm.push(ScriptedReply::terminal("mkdir -p build && rm -rf build && echo gone"));
@@ -40,7 +40,7 @@ async fn the_approval_judge_runs_on_its_own_chain_and_other_tasks_on_the_auxilia
     assert!(calls.contains(&("auxiliary".into(), "judge-ok".into())), "the judge's call is metered: {calls:?}");
 
     // With no models of its own, the task is the auxiliary model's again.
-    env.store.agents().set_model_routing(tenant, agent.id, &routing, &Default::default()).await.unwrap();
+    env.store.agents().set_model_routing(tenant, agent.id, None, Some(&Default::default())).await.unwrap();
     env.llm.push(ScriptedReply::terminal("mkdir -p dist && rm -rf dist && echo gone"));
     env.llm.push(ScriptedReply::text("APPROVE"));
     env.llm.push(ScriptedReply::text("Removed dist."));

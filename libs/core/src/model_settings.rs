@@ -75,11 +75,17 @@ pub trait Stored: serde::de::DeserializeOwned + Serialize + Default {
     /// A value with every field set, whose keys are the fields this release knows.
     fn every_field() -> Self;
 
+    /// Field by field: a field this release cannot read (a newer release's value) is left out,
+    /// and the others are kept.
     fn from_stored(value: serde_json::Value) -> Self {
         let known = serde_json::to_value(Self::every_field()).unwrap_or_default();
-        let serde_json::Value::Object(mut fields) = value else { return Self::default() };
-        fields.retain(|k, _| known.get(k).is_some());
-        serde_json::from_value(serde_json::Value::Object(fields)).unwrap_or_default()
+        let serde_json::Value::Object(fields) = value else { return Self::default() };
+        let readable = |(k, v): &(String, serde_json::Value)| {
+            let alone = serde_json::Value::Object([(k.clone(), v.clone())].into_iter().collect());
+            known.get(k).is_some() && serde_json::from_value::<Self>(alone).is_ok()
+        };
+        let kept: serde_json::Map<String, serde_json::Value> = fields.into_iter().filter(readable).collect();
+        serde_json::from_value(serde_json::Value::Object(kept)).unwrap_or_default()
     }
 }
 

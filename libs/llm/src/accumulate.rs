@@ -151,7 +151,8 @@ impl StreamAccumulator {
                 self.streamed.reasoning(&text, sink)?;
             }
             for fragment in delta.reasoning_details {
-                self.details.push(fragment, &mut self.streamed)?;
+                self.streamed.add_bytes(crate::reasoning_details::ReasoningDetails::bytes_of(&fragment))?;
+                self.details.push(fragment)?;
             }
             for call in delta.tool_calls {
                 // Without an index, a new id starts a new call; otherwise it continues the last.

@@ -7,7 +7,6 @@
 use serde_json::{Map, Value};
 
 use crate::LlmError;
-use crate::accumulate::Streamed;
 
 /// Most details one response may carry.
 pub const MAX_DETAILS: usize = 64;
@@ -21,11 +20,14 @@ pub(crate) struct ReasoningDetails {
 }
 
 impl ReasoningDetails {
-    /// Folds one streamed fragment in, counting its bytes against the response's cap.
-    pub fn push(&mut self, fragment: Value, streamed: &mut Streamed) -> Result<(), LlmError> {
+    /// The bytes of text `fragment` carries (counted against the response's cap).
+    pub fn bytes_of(fragment: &Value) -> usize {
+        fragment.as_object().map_or(0, |f| f.values().filter_map(Value::as_str).map(str::len).sum())
+    }
+
+    /// Folds one streamed fragment in.
+    pub fn push(&mut self, fragment: Value) -> Result<(), LlmError> {
         let Value::Object(fragment) = fragment else { return Ok(()) };
-        let pieces: usize = fragment.values().filter_map(Value::as_str).map(str::len).sum();
-        streamed.add_bytes(pieces)?;
         let index = fragment.get("index").and_then(Value::as_u64);
         let same = self.details.iter_mut().find(|d| index.is_some() && d.get("index").and_then(Value::as_u64) == index);
         let Some(detail) = same else {
@@ -64,7 +66,6 @@ mod tests {
     #[test]
     fn fragments_of_one_detail_are_joined_and_its_signature_kept() {
         let mut details = ReasoningDetails::default();
-        let mut streamed = Streamed::default();
         for fragment in [
             json!({"type": "reasoning.text", "text": "Let me ", "index": 0, "format": "anthropic-claude-v1"}),
             json!({"type": "reasoning.text", "text": "check.", "index": 0, "signature": null}),
@@ -72,7 +73,7 @@ mod tests {
             json!({"type": "reasoning.encrypted", "data": "c2Vh", "index": 1}),
             json!({"type": "reasoning.encrypted", "data": "bGVk", "index": 1}),
         ] {
-            details.push(fragment, &mut streamed).unwrap();
+            details.push(fragment).unwrap();
         }
         assert_eq!(
             details.take(),
@@ -88,11 +89,11 @@ mod tests {
     #[test]
     fn a_provider_sending_endless_details_is_refused() {
         let mut details = ReasoningDetails::default();
-        let mut streamed = Streamed::default();
         for i in 0..MAX_DETAILS {
-            details.push(json!({"type": "reasoning.text", "text": "x", "index": i}), &mut streamed).unwrap();
+            details.push(json!({"type": "reasoning.text", "text": "x", "index": i})).unwrap();
         }
         let more = json!({"type": "reasoning.text", "text": "x", "index": MAX_DETAILS});
-        assert!(details.push(more, &mut streamed).is_err());
+        assert_eq!(ReasoningDetails::bytes_of(&more), "reasoning.text".len() + 1);
+        assert!(details.push(more).is_err());
     }
 }

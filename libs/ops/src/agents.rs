@@ -141,6 +141,39 @@ fn check_model_routing(
     Ok(())
 }
 
+/// Refuses routing an OpenRouter endpoint of the agent could not be sent: routing goes with
+/// OpenRouter's chat completions API only, so an OpenRouter model set to speak another API
+/// would silently drop it (and with it a `data_collection: deny`).
+fn routing_reaches<'m>(
+    routing: Option<&ProviderRouting>,
+    endpoints: impl IntoIterator<Item = (&'m str, Option<hermes_core::ApiMode>)>,
+) -> Result<()> {
+    if routing.is_none_or(ProviderRouting::is_empty) {
+        return Ok(());
+    }
+    let openrouter = |url: &str| {
+        url::Url::parse(url).ok().and_then(|u| u.host_str().map(|h| h.eq_ignore_ascii_case("openrouter.ai")))
+    };
+    for (url, mode) in endpoints {
+        if openrouter(url) == Some(true) && !matches!(mode, None | Some(hermes_core::ApiMode::ChatCompletions)) {
+            return Err(OpsError::invalid(
+                "provider_routing",
+                format!("{url} is set to speak another API than chat completions, which alone takes provider routing"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// [`routing_reaches`] and [`one_vision_chain`] for a new agent.
+fn check_new_routing(new: &NewAgent) -> Result<()> {
+    one_vision_chain(new.vision_model.as_ref(), new.auxiliary_models.as_ref())?;
+    let others = new.fallbacks.iter().chain(&new.auxiliary).chain(&new.vision_model);
+    let others = others.chain(new.auxiliary_models.iter().flatten().flat_map(|(_, chain)| chain));
+    let main = std::iter::once((new.provider_base_url.as_str(), new.api_mode));
+    routing_reaches(new.provider_routing.as_ref(), main.chain(others.map(|m| (m.base_url.as_str(), m.api_mode))))
+}
+
 /// Refuses a request naming both `vision_model` and a `vision` chain: the first is the
 /// one-model form of the second, and one request must not say two things.
 fn one_vision_chain(vision_model: Option<&ModelRef>, tasks: Option<&AuxiliaryModels>) -> Result<()> {
@@ -163,9 +196,9 @@ async fn set_model_routing(
     if routing.is_none() && tasks.is_none() {
         return Ok(());
     }
+    tx.set_model_routing(agent.id, routing.as_ref(), tasks.as_ref()).await?;
     agent.provider_routing = routing.unwrap_or_else(|| agent.provider_routing.clone());
     agent.auxiliary_models = tasks.unwrap_or_else(|| agent.auxiliary_models.clone());
-    tx.set_model_routing(agent.id, &agent.provider_routing, &agent.auxiliary_models).await?;
     Ok(())
 }
 
@@ -190,7 +223,7 @@ pub async fn create(
     }
     check_model_settings(new.model_settings.as_ref(), new.client_limits.as_ref())?;
     check_model_routing(urls, new.provider_routing.as_ref(), new.auxiliary_models.as_mut())?;
-    one_vision_chain(new.vision_model.as_ref(), new.auxiliary_models.as_ref())?;
+    check_new_routing(&new)?;
     let base = urls.check("provider_base_url", &new.provider_base_url)?;
     let others = new.fallbacks.iter().map(|m| ("fallbacks", m));
     let others = others.chain(new.auxiliary.iter().map(|m| ("auxiliary", m)));
@@ -275,6 +308,12 @@ pub async fn edit(
     check_model_settings(edit.model_settings.as_ref(), edit.client_limits.as_ref())?;
     check_model_routing(urls, edit.provider_routing.as_ref(), edit.auxiliary_models.as_mut())?;
     one_vision_chain(edit.vision_model.as_ref().and_then(Option::as_ref), edit.auxiliary_models.as_ref())?;
+    let fallbacks = edit.fallbacks.as_ref().unwrap_or(&before.fallbacks);
+    let tasks = edit.auxiliary_models.as_ref().unwrap_or(&before.auxiliary_models);
+    let others = fallbacks.iter().chain(&before.auxiliary).chain(tasks.values().flatten());
+    let main = std::iter::once((before.provider_base_url.as_str(), before.api_mode));
+    let routing = edit.provider_routing.as_ref().unwrap_or(&before.provider_routing);
+    routing_reaches(Some(routing), main.chain(others.map(|m| (m.base_url.as_str(), m.api_mode))))?;
     check_toolsets(edit.toolsets.iter().flatten())?;
     let vision = edit.vision_model.iter().flatten().map(|m| ("vision_model", m));
     urls.check_models(edit.fallbacks.iter().flatten().map(|m| ("fallbacks", m)).chain(vision))?;

@@ -93,7 +93,19 @@ struct AgentRow {
 /// (a newer release's) is left out, so that task falls back to the auxiliary model.
 fn stored_auxiliary_models(value: Value) -> AuxiliaryModels {
     let Value::Object(tasks) = value else { return AuxiliaryModels::new() };
-    let read = |(task, chain): (String, Value)| Some((task.parse().ok()?, serde_json::from_value(chain).ok()?));
+    // A model whose API this release does not know keeps its URL and name: the API is then
+    // resolved from the provider, so the task never moves to another provider.
+    let model = |mut m: Value| {
+        serde_json::from_value::<ModelRef>(m.clone()).ok().or_else(|| {
+            m.as_object_mut()?.remove("api_mode");
+            serde_json::from_value(m).ok()
+        })
+    };
+    let chain = |c: Value| match c {
+        Value::Array(models) => models.into_iter().filter_map(model).collect(),
+        _ => Vec::new(),
+    };
+    let read = |(task, models): (String, Value)| Some((task.parse().ok()?, chain(models)));
     tasks.into_iter().filter_map(read).filter(|(_, chain): &(_, Vec<ModelRef>)| !chain.is_empty()).collect()
 }
 
@@ -227,12 +239,12 @@ tenant_writes! {
     ) -> Result<()>
         = set_vision_on;
 
-    /// Sets where OpenRouter may send the agent's calls and its side tasks' models; turns
-    /// claimed after it use them.
+    /// Sets where OpenRouter may send the agent's calls and its side tasks' models (`None`:
+    /// unchanged, never rewritten from what this release read); turns claimed after it use them.
     pub async fn set_model_routing(
         agent: AgentId,
-        routing: &hermes_core::ProviderRouting,
-        auxiliary_models: &AuxiliaryModels,
+        routing: Option<&hermes_core::ProviderRouting>,
+        auxiliary_models: Option<&AuxiliaryModels>,
     ) -> Result<()> = set_model_routing_on;
 }
 
@@ -241,17 +253,18 @@ async fn set_model_routing_on(
     conn: &mut PgConnection,
     tenant: TenantId,
     agent: AgentId,
-    routing: &hermes_core::ProviderRouting,
-    auxiliary_models: &AuxiliaryModels,
+    routing: Option<&hermes_core::ProviderRouting>,
+    auxiliary_models: Option<&AuxiliaryModels>,
 ) -> Result<()> {
     let done = sqlx::query(
-        "UPDATE agents SET provider_routing = $3, auxiliary_models = $4, updated_at = now()
+        "UPDATE agents SET provider_routing = COALESCE($3, provider_routing),
+                auxiliary_models = COALESCE($4, auxiliary_models), updated_at = now()
          WHERE tenant_id = $1 AND id = $2",
     )
     .bind(tenant.as_uuid())
     .bind(agent.as_uuid())
-    .bind(sqlx::types::Json(routing))
-    .bind(sqlx::types::Json(auxiliary_models))
+    .bind(routing.map(sqlx::types::Json))
+    .bind(auxiliary_models.map(sqlx::types::Json))
     .execute(conn)
     .await?;
     crate::require_changed(&done)

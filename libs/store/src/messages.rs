@@ -315,6 +315,23 @@ impl Conversations<'_> {
         rows.into_iter().map(|r| StoredMessage::try_from(r).map(|m| m.message)).collect()
     }
 
+    /// What the turn's last model call (the one that answered) reasoned, its first `max_chars`
+    /// characters; `None` if it reasoned nothing.
+    pub async fn answer_reasoning(self, tenant: TenantId, turn: TurnId, max_chars: i32) -> Result<Option<String>> {
+        let reasoning = sqlx::query_scalar::<_, Option<String>>(
+            "SELECT left(m.reasoning, $3)
+             FROM turns t JOIN messages m ON m.tenant_id = t.tenant_id AND m.session_id = t.session_id
+             WHERE t.tenant_id = $1 AND t.id = $2 AND m.turn_id = $2 AND m.role = 'assistant'
+             ORDER BY m.seq DESC LIMIT 1",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(max_chars)
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        Ok(reasoning.flatten().filter(|r| !r.trim().is_empty()))
+    }
+
     /// What each of the turn's model calls reasoned, in order (calls without any left out).
     pub async fn turn_reasoning(self, tenant: TenantId, turn: TurnId) -> Result<Vec<String>> {
         let reasoning = sqlx::query_scalar::<_, String>(

@@ -47,6 +47,7 @@ impl Emitter {
 }
 
 /// The output items as they open and close.
+#[derive(Default)]
 struct Items {
     next_index: usize,
     /// The assistant message's output index, once its first text arrived.
@@ -197,14 +198,7 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
     {
         return;
     }
-    let mut items = Items {
-        next_index: 0,
-        message: None,
-        text: String::new(),
-        calls: HashMap::new(),
-        reasoning: None,
-        reasoned: 0,
-    };
+    let mut items = Items::default();
     let ended = loop {
         let sent = match completion.waiter.next().await {
             Next::Finished(outcome) => break Ok(outcome),
@@ -214,6 +208,8 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
             Next::Event(TurnEventKind::ToolStarted { call_id, tool, arguments, .. }) if !internal_tool(&tool) => {
                 tool_started(&mut out, &mut items, call_id, tool, arguments).await
             }
+            // An internal tool shows nothing, but the reasoning before it is done all the same.
+            Next::Event(TurnEventKind::ToolStarted { .. }) => close_reasoning(&mut out, &mut items).await,
             Next::Event(TurnEventKind::ToolCompleted { call_id, output, .. }) => {
                 tool_completed(&mut out, &mut items, &call_id, &output).await
             }

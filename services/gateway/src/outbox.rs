@@ -235,24 +235,27 @@ impl Gateway {
     }
 
     /// `item` with the reasoning behind its answer shown above it, for a channel that opted
-    /// in (every attempt the same, so a retry's parts are the first attempt's).
+    /// in (every attempt the same, so a retry's parts are the first attempt's). An unattended
+    /// run's answer (a cron job's, a webhook's) goes out as it is: its reasoning may quote what
+    /// the run read.
     async fn with_reasoning_shown(
         &self,
         channel: &Channel,
         mut item: OutboxItem,
     ) -> Result<OutboxItem, (OutboxItem, String)> {
-        let Some(turn) = item.turn_id.filter(|_| channel.show_reasoning) else { return Ok(item) };
+        let shows = channel.show_reasoning && !item.destination.is_automated();
+        let Some(turn) = item.turn_id.filter(|_| shows) else { return Ok(item) };
         let OutboxPayload::Answer { outcome: Some(outcome), .. } = &mut item.payload else { return Ok(item) };
         if outcome.content.trim().is_empty() {
             return Ok(item);
         }
-        match self.store.conversations().turn_reasoning(item.tenant_id, turn).await {
-            Ok(calls) => {
-                if let Some(last) = calls.last() {
-                    outcome.content = crate::reasoning_shown::above(last, &outcome.content);
-                }
+        let most = crate::reasoning_shown::READ_CHARS;
+        match self.store.conversations().answer_reasoning(item.tenant_id, turn, most).await {
+            Ok(Some(reasoning)) => {
+                outcome.content = crate::reasoning_shown::above(&reasoning, &outcome.content);
                 Ok(item)
             }
+            Ok(None) => Ok(item),
             Err(e) => Err((item, e.to_string())),
         }
     }

@@ -286,8 +286,9 @@ impl AgentCreate {
             }),
             model_settings: Some(self.model_settings.settings()),
             client_limits: None,
-            provider_routing: Some(self.routing.routing()),
-            auxiliary_models: Some(self.routing.task_models()?),
+            // Sent only when given, so an older server's create still takes the body.
+            provider_routing: Some(self.routing.routing()).filter(|r| !r.is_empty()),
+            auxiliary_models: Some(self.routing.task_models()?).filter(|t| !t.is_empty()),
         })
     }
 }

@@ -121,6 +121,10 @@ async fn openrouter_routing_and_side_task_models_are_set_checked_and_kept_apart(
         (json!({"provider_routing": {"only": ["openai"], "ignore": ["openai"]}}), "ignore"),
         (json!({"provider_routing": {"order": ["Not A Slug"]}}), "slug"),
         (json!({"provider_routing": {"providers": ["x"]}}), "unknown field `providers`"),
+        (
+            json!({"fallbacks": [{"model": "x", "base_url": "https://openrouter.ai/api/v1", "api_mode": "responses"}]}),
+            "chat completions",
+        ),
         (json!({"auxiliary_models": {"titles": [model("m", public)]}}), "titles"),
         (json!({"auxiliary_models": {"approval": [model("m", "http://10.0.0.8/v1")]}}), "not a public address"),
         (json!({"auxiliary_models": {"approval": five}}), "at most 4"),
