@@ -75,9 +75,13 @@ pub trait Stored: serde::de::DeserializeOwned + Serialize + Default {
     /// A value with every field set, whose keys are the fields this release knows.
     fn every_field() -> Self;
 
+    fn from_stored(value: serde_json::Value) -> Self {
+        Self::readable_fields(value)
+    }
+
     /// Field by field: a field this release cannot read (a newer release's value) is left out,
     /// and the others are kept.
-    fn from_stored(value: serde_json::Value) -> Self {
+    fn readable_fields(value: serde_json::Value) -> Self {
         let known = serde_json::to_value(Self::every_field()).unwrap_or_default();
         let serde_json::Value::Object(fields) = value else { return Self::default() };
         let readable = |(k, v): &(String, serde_json::Value)| {

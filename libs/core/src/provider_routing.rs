@@ -103,15 +103,7 @@ impl Stored for ProviderRouting {
     /// Field by field, failing closed: a `data_collection` this release cannot read is `deny`.
     fn from_stored(value: serde_json::Value) -> Self {
         let asked_privacy = value.get("data_collection").is_some_and(|v| !v.is_null());
-        let known = Self::every_field();
-        let fields = serde_json::to_value(&known).unwrap_or_default();
-        let serde_json::Value::Object(stored) = value else { return Self::default() };
-        let readable = |(k, v): &(String, serde_json::Value)| {
-            let alone = serde_json::Value::Object([(k.clone(), v.clone())].into_iter().collect());
-            fields.get(k).is_some() && serde_json::from_value::<Self>(alone).is_ok()
-        };
-        let kept: serde_json::Map<String, serde_json::Value> = stored.into_iter().filter(readable).collect();
-        let mut routing: Self = serde_json::from_value(serde_json::Value::Object(kept)).unwrap_or_default();
+        let mut routing = Self::readable_fields(value);
         if asked_privacy && routing.data_collection.is_none() {
             routing.data_collection = Some(DataCollection::Deny);
         }
