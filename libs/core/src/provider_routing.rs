@@ -26,6 +26,9 @@ vocabulary! {
     }
 }
 
+/// OpenRouter's host: the only one routing is sent to (and whose keys are `openrouter`'s).
+pub const OPENROUTER_HOST: &str = "openrouter.ai";
+
 /// The most providers one list may name.
 pub const MAX_PROVIDERS: usize = 32;
 

@@ -35,7 +35,7 @@ impl Credential {
 pub fn provider_hosts(provider: &str) -> Option<&'static [&'static str]> {
     Some(match provider {
         "openai" => &["api.openai.com"],
-        "openrouter" => &["openrouter.ai"],
+        "openrouter" => &[hermes_core::provider_routing::OPENROUTER_HOST],
         "anthropic" => &["api.anthropic.com"],
         "google" => &["generativelanguage.googleapis.com"],
         "groq" => &["api.groq.com"],

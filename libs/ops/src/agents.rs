@@ -6,7 +6,7 @@
 use hermes_config::SandboxConfig;
 use hermes_core::{
     ApprovalMode, AuxiliaryTask, ClientLimits, ImageInputMode, ModelSettings, ProviderRouting, SandboxChoice, TenantId,
-    ToolsetName, WorkspaceScope,
+    ToolsetName, WorkspaceScope, provider_routing::OPENROUTER_HOST,
 };
 use hermes_net_policy::outbound::Policy;
 use hermes_store::admin::{Audit, AuditedTx, Change};
@@ -143,19 +143,22 @@ fn check_model_routing(
 
 /// Refuses routing an OpenRouter endpoint of the agent could not be sent: routing goes with
 /// OpenRouter's chat completions API only, so an OpenRouter model set to speak another API
-/// would silently drop it (and with it a `data_collection: deny`).
+/// would silently drop it (and with it a `data_collection: deny`). `main` is the agent's
+/// base URL and API, `others` every other model it names.
 fn routing_reaches<'m>(
     routing: Option<&ProviderRouting>,
-    endpoints: impl IntoIterator<Item = (&'m str, Option<hermes_core::ApiMode>)>,
+    main: (&str, Option<hermes_core::ApiMode>),
+    others: impl IntoIterator<Item = &'m ModelRef>,
 ) -> Result<()> {
     if routing.is_none_or(ProviderRouting::is_empty) {
         return Ok(());
     }
-    let openrouter = |url: &str| {
-        url::Url::parse(url).ok().and_then(|u| u.host_str().map(|h| h.eq_ignore_ascii_case("openrouter.ai")))
+    let on_openrouter = |url: &str| {
+        url::Url::parse(url).ok().and_then(|u| u.host_str().map(|h| h.eq_ignore_ascii_case(OPENROUTER_HOST)))
     };
+    let endpoints = std::iter::once(main).chain(others.into_iter().map(|m| (m.base_url.as_str(), m.api_mode)));
     for (url, mode) in endpoints {
-        if openrouter(url) == Some(true) && !matches!(mode, None | Some(hermes_core::ApiMode::ChatCompletions)) {
+        if on_openrouter(url) == Some(true) && !matches!(mode, None | Some(hermes_core::ApiMode::ChatCompletions)) {
             return Err(OpsError::invalid(
                 "provider_routing",
                 format!("{url} is set to speak another API than chat completions, which alone takes provider routing"),
@@ -163,15 +166,6 @@ fn routing_reaches<'m>(
         }
     }
     Ok(())
-}
-
-/// [`routing_reaches`] and [`one_vision_chain`] for a new agent.
-fn check_new_routing(new: &NewAgent) -> Result<()> {
-    one_vision_chain(new.vision_model.as_ref(), new.auxiliary_models.as_ref())?;
-    let others = new.fallbacks.iter().chain(&new.auxiliary).chain(&new.vision_model);
-    let others = others.chain(new.auxiliary_models.iter().flatten().flat_map(|(_, chain)| chain));
-    let main = std::iter::once((new.provider_base_url.as_str(), new.api_mode));
-    routing_reaches(new.provider_routing.as_ref(), main.chain(others.map(|m| (m.base_url.as_str(), m.api_mode))))
 }
 
 /// Refuses a request naming both `vision_model` and a `vision` chain: the first is the
@@ -223,7 +217,10 @@ pub async fn create(
     }
     check_model_settings(new.model_settings.as_ref(), new.client_limits.as_ref())?;
     check_model_routing(urls, new.provider_routing.as_ref(), new.auxiliary_models.as_mut())?;
-    check_new_routing(&new)?;
+    one_vision_chain(new.vision_model.as_ref(), new.auxiliary_models.as_ref())?;
+    let others = new.fallbacks.iter().chain(&new.auxiliary).chain(&new.vision_model);
+    let tasks = new.auxiliary_models.iter().flat_map(|t| t.values().flatten());
+    routing_reaches(new.provider_routing.as_ref(), (&new.provider_base_url, new.api_mode), others.chain(tasks))?;
     let base = urls.check("provider_base_url", &new.provider_base_url)?;
     let others = new.fallbacks.iter().map(|m| ("fallbacks", m));
     let others = others.chain(new.auxiliary.iter().map(|m| ("auxiliary", m)));
@@ -311,9 +308,8 @@ pub async fn edit(
     let fallbacks = edit.fallbacks.as_ref().unwrap_or(&before.fallbacks);
     let tasks = edit.auxiliary_models.as_ref().unwrap_or(&before.auxiliary_models);
     let others = fallbacks.iter().chain(&before.auxiliary).chain(tasks.values().flatten());
-    let main = std::iter::once((before.provider_base_url.as_str(), before.api_mode));
     let routing = edit.provider_routing.as_ref().unwrap_or(&before.provider_routing);
-    routing_reaches(Some(routing), main.chain(others.map(|m| (m.base_url.as_str(), m.api_mode))))?;
+    routing_reaches(Some(routing), (&before.provider_base_url, before.api_mode), others)?;
     check_toolsets(edit.toolsets.iter().flatten())?;
     let vision = edit.vision_model.iter().flatten().map(|m| ("vision_model", m));
     urls.check_models(edit.fallbacks.iter().flatten().map(|m| ("fallbacks", m)).chain(vision))?;
