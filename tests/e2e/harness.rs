@@ -210,6 +210,8 @@ impl TestEnv {
         // Background reviews would take scripted replies meant for the test's own turns; the
         // tests of the learning loop turn them on.
         config.learning.review_enabled = false;
+        // Titles written by a model would too; the test of titles turns them on.
+        config.llm.session_titles = false;
         config.worker.lease_seconds = 3;
         config.worker.heartbeat_millis = 500;
         config.worker.drain_seconds = 10;
@@ -409,6 +411,7 @@ impl TestEnv {
             .env("HERMES__SANDBOX__DOCKER__IPC_DIR", &c.sandbox.docker.ipc_dir)
             .env("HERMES__SANDBOX__PREWARM", c.sandbox.prewarm.to_string())
             .env("HERMES__LEARNING__REVIEW_ENABLED", c.learning.review_enabled.to_string())
+            .env("HERMES__LLM__SESSION_TITLES", c.llm.session_titles.to_string())
             .env("HERMES__WORKER__ID", worker_id)
             .env("HERMES__WORKER__LEASE_SECONDS", c.worker.lease_seconds.to_string())
             .env("HERMES__WORKER__HEARTBEAT_MILLIS", c.worker.heartbeat_millis.to_string())

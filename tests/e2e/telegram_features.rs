@@ -1,6 +1,7 @@
 //! Telegram chat features against the Bot API emulator: questions answered with buttons or
 //! commands, pairing, HTML formatting with its fallback, chat commands, streaming previews,
-//! files, split pastes, group conversations, and reasoning shown where a channel opts in.
+//! files, split pastes, group conversations, reasoning shown where a channel opts in, and
+//! session titles written by a model.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use serde_json::json;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::{SentMessage, TelegramEmulator};
 
-use crate::harness::{PATIENCE, TestEnv, poll_until};
+use crate::harness::{PATIENCE, Roles, TestEnv, poll_until, wait_until};
 use crate::telegram::{
     Pod, TOKEN, audited_from_chat, bind, chat_stack_with, exchange, open_bot, open_bot_with_tools, open_chat, sent,
 };
@@ -323,5 +324,49 @@ async fn reasoning_is_shown_above_the_answer_only_where_the_channel_opts_in() {
     let got = sent(&tg, 2).await[1].text.clone();
     assert!(got.starts_with("💭 <b>Reasoning:</b>\n<pre>Seven times eight.</pre>"), "{got}");
     assert!(got.ends_with("It is 56."), "{got}");
+    pod.stop_with(env).await;
+}
+
+/// The session's title and who wrote it, once a model did (`None` until then).
+async fn model_title(env: &TestEnv) -> Option<(String, String)> {
+    sqlx::query_as("SELECT title, title_source FROM sessions WHERE title_source = 'model'")
+        .fetch_optional(&env.db)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_model_titles_a_chat_session_after_its_first_exchange_in_the_background() {
+    let env = TestEnv::start_with(Roles::default(), |c| c.llm.session_titles = true).await;
+    let (tg, _channel) = open_bot(&env).await;
+    let pod = Pod::start(&env).await;
+    env.llm.push(ScriptedReply::text("Lisbon in May is lovely; book early."));
+    env.llm.push(ScriptedReply::text("Title: \"Planning a May trip to Lisbon\"\nI hope that helps."));
+    tg.user_says(TOKEN, 42, "help me plan a trip to lisbon in may");
+    assert_eq!(sent(&tg, 1).await[0].text, "Lisbon in May is lovely; book early.", "the answer comes first");
+    let (title, _) = wait_until("the model's title", async || model_title(&env).await).await;
+    assert_eq!(title, "Planning a May trip to Lisbon", "one clean line");
+
+    let requests = env.llm.requests();
+    assert_eq!(requests.len(), 2, "the answer and the title");
+    let asked = &requests[1];
+    assert!(asked.messages()[0]["content"].as_str().unwrap().contains("short, descriptive title"));
+    let exchange = asked.last_text();
+    assert!(
+        exchange.starts_with("User: help me plan a trip to lisbon in may\n\nAssistant: Lisbon in May"),
+        "{exchange}"
+    );
+    assert!(asked.body["tools"].as_array().is_none_or(Vec::is_empty), "the title model gets no tools");
+    let purposes: Vec<String> =
+        sqlx::query_scalar("SELECT purpose FROM model_calls ORDER BY purpose").fetch_all(&env.db).await.unwrap();
+    assert_eq!(purposes, ["auxiliary", "main"], "the title's call is metered as side work");
+
+    // Later exchanges keep the title: no further title call.
+    env.llm.push(ScriptedReply::text("June is hotter."));
+    tg.user_says(TOKEN, 42, "and in june?");
+    assert_eq!(sent(&tg, 2).await[1].text, "June is hotter.");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(env.llm.requests().len(), 3, "only the second answer");
+    assert_eq!(model_title(&env).await.unwrap().0, "Planning a May trip to Lisbon");
     pod.stop_with(env).await;
 }

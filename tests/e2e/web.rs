@@ -110,6 +110,7 @@ async fn scripts_call_the_web_tools_and_long_pages_are_paged_with_read_file_in_t
         keys: TenantWebKeys::default(),
         allowance: Arc::new(DailyAllowance::default()),
         spill: Some(spill),
+        condenser: None,
     });
     registry.register(Arc::new(WebSearch(turn.clone())));
     registry.register(Arc::new(WebExtract(turn)));

@@ -363,6 +363,9 @@ pub struct LlmConfig {
     /// Hosts of OpenAI-compatible gateways that pass Anthropic's `cache_control` breakpoints on
     /// to Claude (OpenRouter always does): Claude there is sent the native caching layout.
     pub prompt_cache_gateways: Vec<String>,
+    /// After a chat session's first exchange, a model titles it in the background (its `title`
+    /// side task's models, else the auxiliary model, else the main one), as upstream does.
+    pub session_titles: bool,
 }
 
 impl Default for LlmConfig {
@@ -374,6 +377,7 @@ impl Default for LlmConfig {
             retry_base_millis: 5000,
             anthropic_cache_ttl: AnthropicCacheTtl::FiveMinutes,
             prompt_cache_gateways: Vec::new(),
+            session_titles: true,
         }
     }
 }

@@ -205,6 +205,11 @@ vocabulary! {
         GoalJudge = "goal_judge",
         /// The background review that curates memory and skills.
         Review = "review",
+        /// A chat session's title, written after its first exchange.
+        Title = "title",
+        /// Summaries of pages longer than `web_extract`'s budget; only an agent that gives this
+        /// task models of its own gets them (others get the page cut, its full text saved).
+        WebExtract = "web_extract",
     }
 }
 

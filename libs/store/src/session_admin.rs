@@ -71,7 +71,8 @@ impl Conversations<'_> {
     ) -> Result<SessionId> {
         let id = SessionId::new();
         sqlx::query(
-            "INSERT INTO sessions (id, tenant_id, agent_id, source, user_key, title) VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO sessions (id, tenant_id, agent_id, source, user_key, title, title_source)
+             VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $6::text IS NULL THEN 'first_message' ELSE 'given' END)",
         )
         .bind(id.as_uuid())
         .bind(tenant.as_uuid())
@@ -96,9 +97,9 @@ impl Conversations<'_> {
         let child = SessionId::new();
         let mut tx = self.tenant_tx(tenant).await?;
         let created = sqlx::query(
-            "INSERT INTO sessions (id, tenant_id, agent_id, source, title, user_key, parent_session_id, lineage, next_seq,
-                                   workspace_root, model_settings)
-             SELECT $3, tenant_id, agent_id, source, COALESCE($4, title), user_key, id, 'fork',
+            "INSERT INTO sessions (id, tenant_id, agent_id, source, title, title_source, user_key, parent_session_id,
+                                   lineage, next_seq, workspace_root, model_settings)
+             SELECT $3, tenant_id, agent_id, source, COALESCE($4, title), 'given', user_key, id, 'fork',
                     (SELECT COALESCE(max(seq), 0) + 1 FROM messages
                      WHERE tenant_id = $1 AND session_id = $2 AND ($5::int IS NULL OR seq <= $5)),
                     COALESCE(workspace_root, id), model_settings

@@ -55,13 +55,49 @@ impl Conversations<'_> {
         if title.as_ref().is_some_and(|t| t.chars().count() > 200) {
             return Err(StoreError::Invalid("a title is at most 200 characters".into()));
         }
-        let done = sqlx::query("UPDATE sessions SET title = $3 WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(id.as_uuid())
-            .bind(title)
-            .execute(&mut *self.as_tenant(tenant).await?)
-            .await?;
+        let done =
+            sqlx::query("UPDATE sessions SET title = $3, title_source = 'given' WHERE tenant_id = $1 AND id = $2")
+                .bind(tenant.as_uuid())
+                .bind(id.as_uuid())
+                .bind(title)
+                .execute(&mut *self.as_tenant(tenant).await?)
+                .await?;
         crate::require_changed(&done)
+    }
+
+    /// Whether a model may title the session now: its title still comes from its first
+    /// message, it began here (no parent), and at most two turns were sent to it (the first
+    /// exchange, or the one after a first that failed).
+    pub async fn awaits_model_title(self, tenant: TenantId, id: SessionId) -> Result<bool> {
+        let awaits: Option<bool> = sqlx::query_scalar(
+            "SELECT s.title_source = 'first_message' AND s.parent_session_id IS NULL
+                    AND (SELECT count(*) FROM turns t WHERE t.tenant_id = s.tenant_id AND t.session_id = s.id) <= 2
+             FROM sessions s WHERE s.tenant_id = $1 AND s.id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id.as_uuid())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        awaits.ok_or(StoreError::NotFound)
+    }
+
+    /// Titles the session with what a model wrote, unless someone titled it meanwhile (or a
+    /// model already did): whether it was written.
+    pub async fn set_model_title(self, tenant: TenantId, id: SessionId, title: &str) -> Result<bool> {
+        let title = crate::messages::without_nul(title.trim());
+        if title.is_empty() || title.chars().count() > 200 {
+            return Err(StoreError::Invalid("a title is 1 to 200 characters".into()));
+        }
+        let done = sqlx::query(
+            "UPDATE sessions SET title = $3, title_source = 'model'
+             WHERE tenant_id = $1 AND id = $2 AND title_source = 'first_message'",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id.as_uuid())
+        .bind(title)
+        .execute(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// What the session's chat commands asked of the model (`/reasoning`, `/fast`), over its

@@ -10,6 +10,7 @@
 //! ([`Web::refuse_page`], [`Web::hands_urls_to`]).
 
 mod builtin;
+pub mod condense;
 mod services;
 mod tools;
 
@@ -21,6 +22,7 @@ use std::time::Duration;
 use hermes_config::{WebBackend, WebConfig};
 use hermes_net_policy::outbound::{Policy, client_for};
 
+pub use condense::PageCondenser;
 pub use services::{Page, SearchHit};
 pub use tools::{Allowance, DailyAllowance, Metered, QuotaSpent, WebExtract, WebSearch, WebTurn};
 

@@ -53,10 +53,20 @@ struct Harness {
 }
 
 fn harness(config: WebConfig, keys: TenantWebKeys, allowance: DailyAllowance) -> Harness {
+    summarising(config, keys, allowance, None)
+}
+
+/// [`harness`] whose long pages `condenser` summarises.
+fn summarising(
+    config: WebConfig,
+    keys: TenantWebKeys,
+    allowance: DailyAllowance,
+    condenser: Option<Arc<dyn PageCondenser>>,
+) -> Harness {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let files = Arc::new(Files::default());
     let web = Arc::new(Web::new(&config, &[]).unwrap());
-    let turn = Arc::new(WebTurn { web, keys, allowance: Arc::new(allowance), spill: Some(files.clone()) });
+    let turn = Arc::new(WebTurn { web, keys, allowance: Arc::new(allowance), spill: Some(files.clone()), condenser });
     Harness { turn, files, ctx: ctx() }
 }
 
@@ -248,6 +258,96 @@ async fn a_long_page_comes_as_head_and_tail_with_the_full_text_saved_for_read_fi
     let pages = h.extract(json!({ "urls": [world.page("long")], "char_limit": 200_000 })).await.unwrap();
     assert!(!pages[0]["content"].as_str().unwrap().contains("[TRUNCATED"));
     assert_eq!(h.files.0.lock().unwrap().len(), 1);
+}
+
+/// A scripted summariser: answers `summary N` (the Nth call), or fails the calls `fails` picks;
+/// keeps what it was asked.
+struct Condenser {
+    asked: Mutex<Vec<(&'static str, String)>>,
+    fails: fn(&str) -> bool,
+}
+
+impl Condenser {
+    fn new(fails: fn(&str) -> bool) -> Arc<Self> {
+        Arc::new(Self { asked: Mutex::default(), fails })
+    }
+
+    fn asked(&self) -> Vec<(&'static str, String)> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl PageCondenser for Condenser {
+    fn condense<'a>(&'a self, instructions: &'a str, text: String, _: u32) -> BoxFuture<'a, Result<String, String>> {
+        let kind = if instructions.contains("one section") {
+            "section"
+        } else if instructions.contains("Join them") {
+            "join"
+        } else {
+            "page"
+        };
+        let mut asked = self.asked.lock().unwrap();
+        asked.push((kind, text));
+        let n = asked.len();
+        let failed = (self.fails)(kind);
+        Box::pin(async move { if failed { Err("overloaded".into()) } else { Ok(format!("summary {n}")) } })
+    }
+}
+
+#[tokio::test]
+async fn with_a_web_extract_model_a_long_page_comes_summarised_with_the_exact_text_saved() {
+    let world = WebWorld::start().await.unwrap();
+    let condenser = Condenser::new(|_| false);
+    let h = summarising(config(&world), TenantWebKeys::default(), DailyAllowance::default(), Some(condenser.clone()));
+    let pages = h.extract(json!({ "urls": [world.page("long")] })).await.unwrap();
+    let content = pages[0]["content"].as_str().unwrap();
+    assert!(content.starts_with("[SUMMARY of this "), "{content}");
+    assert!(content.contains("saved at /tmp/hermes-results/call_7-page1.md"), "{content}");
+    assert!(content.ends_with("]\n\nsummary 1"), "{content}");
+    let asked = condenser.asked();
+    assert_eq!(asked.len(), 1, "one call for a page of one section");
+    assert!(asked[0].1.starts_with(&format!("Title: The long read\nSource: {}", world.page("long"))));
+    assert!(asked[0].1.contains(&long_paragraph(200)), "the summariser reads the whole page, middle included");
+    assert!((1..=LONG_PARAGRAPHS).all(|n| h.files.0.lock().unwrap()[0].1.contains(&long_paragraph(n))));
+
+    // A page within the budget comes whole, unsummarised.
+    let pages = h.extract(json!({ "urls": [world.page("long")], "char_limit": 200_000 })).await.unwrap();
+    assert!(pages[0]["content"].as_str().unwrap().contains(&long_paragraph(200)));
+    assert_eq!(condenser.asked().len(), 1);
+
+    // A summariser that fails leaves the page cut as without one.
+    let failing = Condenser::new(|_| true);
+    let h = summarising(config(&world), TenantWebKeys::default(), DailyAllowance::default(), Some(failing));
+    let pages = h.extract(json!({ "urls": [world.page("long")] })).await.unwrap();
+    assert!(pages[0]["content"].as_str().unwrap().contains("\n\n[TRUNCATED: "));
+}
+
+#[tokio::test]
+async fn a_very_long_page_is_summarised_in_sections_then_joined_and_says_how_much_was_read() {
+    use crate::condense::{MAX_SECTIONS, SECTION_CHARS, render, summarise};
+    let line = |n: usize| format!("line {n:06} {}\n", "x".repeat(87));
+    let text: String = (0..5_000).map(line).collect();
+    assert_eq!(text.chars().count(), 500_000);
+    let condenser = Condenser::new(|_| false);
+    let summary = summarise(condenser.as_ref(), "https://example.com/big", "", &text).await.unwrap();
+    let asked = condenser.asked();
+    let kinds: Vec<&str> = asked.iter().map(|(k, _)| *k).collect();
+    assert_eq!(kinds, ["section", "section", "section", "section", "join"]);
+    assert!(asked[0].1.starts_with("Source: https://example.com/big\nSection 1 of 4\n\nline 000000"));
+    assert!(asked[3].1.contains(&line(3_999)) && !asked[3].1.contains(&line(4_000)), "sections end on lines");
+    assert!(asked[4].1.contains("## Section 1 of 4\nsummary ") && asked[4].1.contains("## Section 4 of 4\n"));
+    assert_eq!(summary.covered_chars, MAX_SECTIONS * SECTION_CHARS);
+    let shown = render(&summary, Ok("/tmp/hermes-results/big.md"));
+    assert!(shown.starts_with("[SUMMARY of this 500000-character page, written by the agent's web_extract model from its first 400000 characters."), "{shown}");
+    assert!(shown.ends_with("summary 5"));
+
+    // A failed section is left out; a failed join leaves the sections' summaries.
+    let condenser = Condenser::new(|kind| kind == "join");
+    let summary = summarise(condenser.as_ref(), "https://example.com/big", "Big", &text[..250_000]).await.unwrap();
+    assert!(summary.text.starts_with("## Section 1 of 3\nsummary ") && summary.text.contains("## Section 3 of 3"));
+    assert_eq!((summary.covered_chars, summary.total_chars), (250_000, 250_000));
+    let all_fail = Condenser::new(|_| true);
+    assert!(summarise(all_fail.as_ref(), "https://example.com/big", "", &text).await.is_err());
 }
 
 #[test]

@@ -95,6 +95,9 @@ pub struct WebTurn {
     /// Where the full text of a cut page goes; `None` when the turn cannot read files back
     /// (then the footer says how to see more instead).
     pub spill: Option<Arc<dyn ResultSpill>>,
+    /// Summarises pages over the budget, when the agent's `web_extract` task has models of its
+    /// own; `None`: such pages are cut (`crate::condense`).
+    pub condenser: Option<Arc<dyn crate::PageCondenser>>,
 }
 
 impl WebTurn {
@@ -238,19 +241,32 @@ impl WebExtract {
         call.extract(urls).await.map_err(ToolError::RespondToModel)
     }
 
-    /// One page as the model gets it: whole, or cut with the full text saved.
+    /// One page as the model gets it: whole, else summarised or cut, with the full text saved.
     async fn shown(&self, ctx: &ToolCtx, page: Page, budget: usize, n: usize) -> Value {
         let (text, over_cap) = stored(&page.content);
         let cut = window(text, budget);
-        let saved = match (&cut, &self.0.spill) {
-            (hermes_tools::window::Window::Whole(_), _) => Ok(String::new()),
-            (_, None) => Err("the turn has no file tools to read it back with".to_owned()),
-            (_, Some(spill)) => {
+        let whole = matches!(cut, hermes_tools::window::Window::Whole(_));
+        let saved = match (whole, &self.0.spill) {
+            (true, _) => Ok(String::new()),
+            (false, None) => Err("the turn has no file tools to read it back with".to_owned()),
+            (false, Some(spill)) => {
                 let name = format!("{}-page{n}.md", ctx.call_id);
                 spill.save_as(ctx, &name, text).await.map_err(|e| e.to_string())
             }
         };
-        let mut content = render(&cut, saved.as_deref().map_err(String::as_str));
+        let saved = saved.as_deref().map_err(String::as_str);
+        let summary = match &self.0.condenser {
+            Some(condenser) if !whole => {
+                crate::condense::summarise(condenser.as_ref(), &page.url, &page.title, text).await.map_err(|e| {
+                    tracing::warn!(error = %e, "cannot summarise the page; cutting it");
+                })
+            }
+            _ => Err(()),
+        };
+        let mut content = match summary {
+            Ok(summary) => crate::condense::render(&summary, saved),
+            Err(()) => render(&cut, saved),
+        };
         if over_cap {
             content.push_str("\n[Only the first 2,000,000 characters of this page were kept.]");
         }

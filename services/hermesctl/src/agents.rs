@@ -128,7 +128,7 @@ pub struct ModelRoutingArgs {
     #[arg(long)]
     openrouter_require_parameters: bool,
     /// A side task's own model, as TASK=MODEL@BASE_URL (compression, vision, approval,
-    /// goal_judge, review); repeat a task for its fallback chain, in order.
+    /// goal_judge, review, title, web_extract); repeat a task for its fallback chain, in order.
     #[arg(long = "task-model")]
     task_models: Vec<String>,
 }

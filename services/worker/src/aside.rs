@@ -6,7 +6,7 @@ use hermes_agent::{EventSink, Turn, TurnEnd, TurnJournal, TurnLimits, TurnStart}
 use hermes_core::{ChatMessage, TurnEventKind};
 use hermes_tools::{ToolCtx, ToolRegistry};
 
-use crate::models::TurnModel;
+use crate::models::{Models, TurnModel};
 
 /// Emits nothing: children and reviews have no one listening.
 struct Quiet;
@@ -47,4 +47,31 @@ impl<J: TurnJournal> Aside<'_, J> {
         };
         turn.run(start).await
     }
+}
+
+/// The models of work done after a turn, aside from it (its review, its session's title): the
+/// agent's, metered into the returned buffer as `purpose` and charged to `ledger`'s turn,
+/// within the agent's spending caps.
+pub(crate) async fn models_after(
+    rt: &crate::Runtime,
+    tenant: hermes_core::TenantId,
+    agent: &hermes_store::Agent,
+    ledger: crate::budget::Ledger,
+    purpose: hermes_core::CallPurpose,
+) -> Result<(Models, std::sync::Arc<hermes_llm::CallBuffer>), hermes_store::StoreError> {
+    let api_key = agent.provider_key(rt.ctx.secrets.as_ref())?;
+    let meter = std::sync::Arc::new(hermes_llm::CallBuffer::default());
+    let models = Models {
+        deps: rt.models.clone(),
+        tenant,
+        agent: agent.clone(),
+        workspace: hermes_core::Workspace::Shared,
+        api_key,
+        meter: meter.clone(),
+        purpose,
+        pools: std::sync::Arc::new(rt.ctx.store.tenancy().credential_pools(tenant).await?),
+        ledger,
+        capped: true,
+    };
+    Ok((models, meter))
 }

@@ -27,6 +27,7 @@ mod sandbox_specs;
 mod session;
 mod shares;
 mod skills;
+mod titles;
 mod tools;
 mod turn;
 mod workspace;

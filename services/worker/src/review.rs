@@ -19,7 +19,6 @@ use hermes_tools::{Interactive, ToolCtx};
 
 use crate::Runtime;
 use crate::aside::Aside;
-use crate::models::Models;
 
 const REVIEW_INSTRUCTIONS: &str = "You are reviewing a conversation that just ended, to make this agent better \
 next time. You cannot talk to the user. Look for: durable facts about the user or their environment worth saving \
@@ -168,20 +167,11 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         today: chrono::Utc::now().date_naive(),
         source: None,
     });
-    let api_key = agent.provider_key(rt.ctx.secrets.as_ref()).map_err(text)?;
-    let meter = Arc::new(hermes_llm::CallBuffer::default());
-    let models = Models {
-        deps: rt.models.clone(),
-        tenant: job.tenant_id,
-        agent: agent.clone(),
-        workspace: hermes_core::Workspace::Shared,
-        api_key,
-        meter: meter.clone(),
-        purpose: hermes_core::CallPurpose::Review,
-        pools: Arc::new(store.tenancy().credential_pools(job.tenant_id).await.map_err(text)?),
-        ledger: crate::budget::Ledger { session: job.session_id, turn: job.turn_id },
-        capped: true,
-    };
+    let ledger = crate::budget::Ledger { session: job.session_id, turn: job.turn_id };
+    let (models, meter) =
+        crate::aside::models_after(rt, job.tenant_id, &agent, ledger, hermes_core::CallPurpose::Review)
+            .await
+            .map_err(text)?;
     let (model, model_name) = models.for_task(hermes_core::AuxiliaryTask::Review);
     let input = ChatMessage::user(format!("The conversation to review:\n\n{}", transcript(&messages)));
     let tool_ctx = ToolCtx {

@@ -31,6 +31,7 @@ mod retention;
 mod rolling_upgrade;
 mod schema;
 mod second_wall;
+mod session_titles;
 mod spend;
 mod tenant_scoping;
 mod tenant_world;

@@ -68,7 +68,8 @@ pub struct Agent {
     #[schema(value_type = Object)]
     pub provider_routing: hermes_core::ProviderRouting,
     /// Models of its own for side tasks (`compression`, `vision`, `approval`, `goal_judge`,
-    /// `review`), each a fallback chain tried in order; a task left out uses `auxiliary`.
+    /// `review`, `title`, `web_extract`), each a fallback chain tried in order; a task left out
+    /// uses `auxiliary` (`web_extract` left out: long pages are cut, not summarised).
     #[schema(value_type = Object)]
     pub auxiliary_models: AuxiliaryModels,
     pub created_at: DateTime<Utc>,

@@ -55,7 +55,7 @@ fn inherited(kit: &Toolkit, turn: &TurnTools<'_>) -> ToolRegistry {
     }
     let mut tools = kit.builtin.restricted_to(&agent.toolsets);
     if ToolsetName::Web.enabled_in(&agent.toolsets) {
-        crate::tools::web::register(kit, tenant, &models.pools, &mut tools);
+        crate::tools::web::register(kit, tenant, models, &mut tools);
     }
     if ToolsetName::Vision.enabled_in(&agent.toolsets) {
         crate::tools::vision::register(models, &kit.image_sources(), &mut tools, None);

@@ -9,11 +9,13 @@ use futures_util::future::BoxFuture;
 
 use hermes_cache::WindowCounters;
 use hermes_config::WebBackend;
-use hermes_core::TenantId;
+use hermes_core::{AuxiliaryTask, ChatMessage, TenantId};
+use hermes_llm::{ChatModel, ChatRequest, NoDeltas};
 use hermes_store::{CredentialPools, SecretBox, Store};
 use hermes_tools::ToolRegistry;
-use hermes_web::{Allowance, Metered, QuotaSpent, TenantWebKeys, Web, WebExtract, WebSearch, WebTurn};
+use hermes_web::{Allowance, Metered, PageCondenser, QuotaSpent, TenantWebKeys, Web, WebExtract, WebSearch, WebTurn};
 
+use crate::models::{Models, TurnModel};
 use crate::tools::Toolkit;
 
 const DAY: Duration = Duration::from_secs(24 * 60 * 60);
@@ -66,13 +68,50 @@ fn tenant_keys(web: &Web, tenant: TenantId, pools: &CredentialPools, secrets: Op
         .collect()
 }
 
+/// The agent's `web_extract` chain, summarising long pages for `web_extract`.
+struct TaskCondenser {
+    model: TurnModel,
+    model_name: String,
+}
+
+impl PageCondenser for TaskCondenser {
+    fn condense<'a>(
+        &'a self,
+        instructions: &'a str,
+        text: String,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let request = ChatRequest {
+                model: self.model_name.clone(),
+                messages: vec![ChatMessage::system(instructions), ChatMessage::user(text)],
+                tools: Arc::from([]),
+                max_tokens: Some(max_tokens),
+                settings: Default::default(),
+            };
+            let answer = self.model.complete(&request, &mut NoDeltas).await.map_err(|e| e.to_string())?;
+            Ok(answer.message.text())
+        })
+    }
+}
+
+/// Long pages are summarised only for agents that give `web_extract` models of their own.
+fn condenser(models: &Models) -> Option<Arc<dyn PageCondenser>> {
+    let own = models.agent.auxiliary_models.get(&AuxiliaryTask::WebExtract).is_some_and(|chain| !chain.is_empty());
+    own.then(|| {
+        let (model, model_name) = models.for_task(AuxiliaryTask::WebExtract);
+        Arc::new(TaskCondenser { model, model_name }) as Arc<dyn PageCondenser>
+    })
+}
+
 /// Adds `web_search` and `web_extract` to `tools` for this turn.
-pub(crate) fn register(kit: &Toolkit, tenant: TenantId, pools: &CredentialPools, tools: &mut ToolRegistry) {
+pub(crate) fn register(kit: &Toolkit, tenant: TenantId, models: &Models, tools: &mut ToolRegistry) {
     let Some(web) = kit.web.clone() else { return };
-    let keys = tenant_keys(&web, tenant, pools, kit.secrets.as_ref());
+    let keys = tenant_keys(&web, tenant, &models.pools, kit.secrets.as_ref());
     // Long pages are saved where read_file can page through them, when this turn has it.
     let spill = kit.spill_for(tools);
-    let turn = Arc::new(WebTurn { web, keys, allowance: kit.web_allowance.clone(), spill });
+    let allowance = kit.web_allowance.clone();
+    let turn = Arc::new(WebTurn { web, keys, allowance, spill, condenser: condenser(models) });
     tools.register(Arc::new(WebSearch(turn.clone())));
     tools.register(Arc::new(WebExtract(turn)));
 }

@@ -163,6 +163,7 @@ async fn after_finish(claim: &Claim<'_>, journal: &StoreJournal, status: TurnSta
     if let Some(verdict) = goal {
         crate::goals::advance(rt, tenant, turn, session_id, verdict).await;
     }
+    crate::titles::after_answer(rt, tenant, turn, session_id);
     let job = ReviewJob { tenant_id: tenant, agent_id: turn.agent_id, session_id, turn_id: turn.turn_id };
     // A first run saw every tool call of the turn; a resumed one counts the stored ones.
     let seen = (turn.attempt == 1).then(|| journal.tool_calls());
