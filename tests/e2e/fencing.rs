@@ -79,6 +79,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
             cached_tokens: 8,
             cache_write_tokens: 0,
             reasoning_tokens: 2,
+            priority: true,
         },
         latency_ms: 250,
     };

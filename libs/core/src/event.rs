@@ -21,6 +21,15 @@ pub struct Usage {
     /// where the provider reports them.
     #[serde(default)]
     pub reasoning_tokens: u64,
+    /// Served on the provider's priority tier (OpenAI's `service_tier` `priority` or `fast`,
+    /// Anthropic's `speed: fast`), as the provider reports it: priced at a premium.
+    #[serde(default)]
+    pub priority: bool,
+}
+
+/// Whether a provider's word for the tier that served a call is its priority (fast) tier.
+pub fn is_priority_tier(tier: &str) -> bool {
+    matches!(tier, "priority" | "fast")
 }
 
 /// One answered model call: the endpoint that answered it (after any fallback), the pooled
@@ -48,6 +57,7 @@ impl Usage {
         self.cached_tokens += other.cached_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
+        self.priority |= other.priority;
     }
 }
 

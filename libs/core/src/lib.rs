@@ -27,7 +27,7 @@ pub use access::{AdminOp, MemberRole, Standing};
 pub use errors::ErrorCode;
 pub use event::{
     EVENT_TEXT_CHARS, FinishReason, InteractionAnswer, ModelCall, PendingInteraction, TurnEvent, TurnEventKind,
-    TurnOutcome, Usage, event_text,
+    TurnOutcome, Usage, event_text, is_priority_tier,
 };
 pub use ids::{
     AdminTokenId, AgentId, ApiKeyId, ChannelId, ConsoleSessionId, CredentialId, CronRunId, EventDeliveryId,

@@ -15,6 +15,9 @@ struct Chunk {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<serde_json::Value>,
+    /// The tier that served the call (OpenAI repeats it in every chunk).
+    #[serde(default)]
+    service_tier: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -98,6 +101,7 @@ impl From<WireUsage> for Usage {
             cached_tokens: u.prompt_tokens_details.as_ref().map_or(0, |d| d.cached_tokens),
             cache_write_tokens: u.prompt_tokens_details.as_ref().map_or(0, |d| d.cache_write_tokens),
             reasoning_tokens: u.completion_tokens_details.as_ref().map_or(0, |d| d.reasoning_tokens),
+            priority: false,
         }
     }
 }
@@ -124,6 +128,8 @@ pub struct StreamAccumulator {
     finish_reason: Option<String>,
     usage: Usage,
     details: crate::reasoning_details::ReasoningDetails,
+    /// Whether the provider said its priority tier served the call.
+    priority: bool,
 }
 
 impl StreamAccumulator {
@@ -136,6 +142,9 @@ impl StreamAccumulator {
         }
         if let Some(usage) = chunk.usage {
             self.usage = usage.into();
+        }
+        if let Some(tier) = chunk.service_tier {
+            self.priority = hermes_core::is_priority_tier(&tier);
         }
         for choice in chunk.choices {
             if let Some(reason) = choice.finish_reason {
@@ -225,7 +234,8 @@ impl StreamAccumulator {
                 },
             })
             .collect();
-        self.streamed.answer(tool_calls, self.finish_reason, self.usage)
+        let usage = Usage { priority: self.priority, ..self.usage };
+        self.streamed.answer(tool_calls, self.finish_reason, usage)
     }
 }
 
@@ -315,6 +325,22 @@ mod tests {
             [serde_json::json!({"type": "reasoning.text", "text": "hmm", "index": 0, "signature": "EqQB"})]
         );
         assert_eq!(acc.finish().message.reasoning.as_deref(), Some("hm"));
+    }
+
+    #[test]
+    fn the_tier_that_served_the_call_is_what_the_provider_said() {
+        let fold = |tier: &str| {
+            let mut acc = StreamAccumulator::default();
+            let chunk = format!(
+                r#"{{"service_tier":"{tier}","choices":[{{"delta":{{"content":"ok"}},"finish_reason":"stop"}}]}}"#
+            );
+            acc.push(&chunk, &mut NoDeltas).unwrap();
+            acc.push(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#, &mut NoDeltas).unwrap();
+            acc.finish().usage
+        };
+        assert!(fold("priority").priority && fold("fast").priority, "OpenAI's two names for it");
+        assert!(!fold("default").priority, "asked for priority, served at the default tier: standard price");
+        assert_eq!(fold("priority").prompt_tokens, 3, "a later usage chunk keeps the tier");
     }
 
     struct Collect(String, String);

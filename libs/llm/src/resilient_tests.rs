@@ -52,6 +52,7 @@ impl Transport for FakeTransport {
                     cached_tokens: 60,
                     cache_write_tokens: 40,
                     reasoning_tokens: 0,
+                    priority: false,
                 },
             }),
             Err((status, body, emitted)) => {

@@ -28,6 +28,9 @@ pub struct ModelPrice {
     pub per_mchar: Option<f64>,
     /// Per minute of audio transcribed (speech to text).
     pub per_audio_minute: Option<f64>,
+    /// What a call served on the provider's priority tier (`/fast`) costs over the token
+    /// rates (at least 1); `None`: such a call is unpriced.
+    pub priority_multiplier: Option<f64>,
 }
 
 /// How the report groups.
@@ -73,21 +76,27 @@ impl Tenancy<'_> {
             price.per_image,
             price.per_mchar,
             price.per_audio_minute,
+            price.priority_multiplier,
         ];
         if finite.iter().flatten().any(|p| !p.is_finite() || *p < 0.0) || price.model.trim().is_empty() {
             return Err(StoreError::Invalid("prices are non-negative numbers".into()));
         }
+        if price.priority_multiplier.is_some_and(|m| !(1.0..=100.0).contains(&m)) {
+            return Err(StoreError::Invalid("a priority multiplier is between 1 and 100".into()));
+        }
         sqlx::query(
             "INSERT INTO model_prices (model, input_usd_per_mtok, output_usd_per_mtok, cached_input_usd_per_mtok,
-                                       cache_write_usd_per_mtok, usd_per_image, usd_per_mchar, usd_per_audio_minute)
+                                       cache_write_usd_per_mtok, usd_per_image, usd_per_mchar, usd_per_audio_minute,
+                                       priority_multiplier)
              VALUES ($1, $2::float8::numeric, $3::float8::numeric, $4::float8::numeric, $5::float8::numeric,
-                     $6::float8::numeric, $7::float8::numeric, $8::float8::numeric)
+                     $6::float8::numeric, $7::float8::numeric, $8::float8::numeric, $9::float8::numeric)
              ON CONFLICT (model) DO UPDATE SET input_usd_per_mtok = EXCLUDED.input_usd_per_mtok,
                 output_usd_per_mtok = EXCLUDED.output_usd_per_mtok,
                 cached_input_usd_per_mtok = EXCLUDED.cached_input_usd_per_mtok,
                 cache_write_usd_per_mtok = EXCLUDED.cache_write_usd_per_mtok,
                 usd_per_image = EXCLUDED.usd_per_image, usd_per_mchar = EXCLUDED.usd_per_mchar,
-                usd_per_audio_minute = EXCLUDED.usd_per_audio_minute, updated_at = now()",
+                usd_per_audio_minute = EXCLUDED.usd_per_audio_minute,
+                priority_multiplier = EXCLUDED.priority_multiplier, updated_at = now()",
         )
         .bind(price.model.trim())
         .bind(price.input)
@@ -97,6 +106,7 @@ impl Tenancy<'_> {
         .bind(price.per_image)
         .bind(price.per_mchar)
         .bind(price.per_audio_minute)
+        .bind(price.priority_multiplier)
         .execute(self.system_pool())
         .await?;
         Ok(())
@@ -107,7 +117,8 @@ impl Tenancy<'_> {
             "SELECT model, input_usd_per_mtok::float8 AS input, output_usd_per_mtok::float8 AS output,
                     cached_input_usd_per_mtok::float8 AS cached, cache_write_usd_per_mtok::float8 AS write,
                     usd_per_image::float8 AS per_image, usd_per_mchar::float8 AS per_mchar,
-                    usd_per_audio_minute::float8 AS per_audio_minute
+                    usd_per_audio_minute::float8 AS per_audio_minute,
+                    priority_multiplier::float8 AS priority_multiplier
              FROM model_prices ORDER BY model",
         )
         .fetch_all(self.system_pool())

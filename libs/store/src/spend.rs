@@ -34,6 +34,9 @@ pub struct SpendRequest<'a> {
     pub output_tokens: u64,
     /// What a media call bills (none for a model call).
     pub media: MediaUnits,
+    /// The models of `models` the call would ask for their priority tier (`/fast`): each costs
+    /// its `priority_multiplier` over its rates, and under a hard cap needs one.
+    pub priority_models: &'a [String],
     /// How long the reservation holds if it is never settled (its worker died).
     pub lease: Duration,
 }
@@ -48,7 +51,8 @@ pub enum SpendDecision {
     Reserved { reservation: SpendReservationId, estimate_usd: f64, states: Vec<BudgetState> },
     /// This hard cap is reached (`state`: spent, and reserved by calls in flight).
     Refused { state: BudgetState, estimate_usd: f64 },
-    /// A hard cap applies and this model has no price.
+    /// A hard cap applies and this model has no price (`... on its priority tier`: no
+    /// priority multiplier, for a call that asks for that tier).
     Unpriced { model: String },
 }
 
@@ -61,6 +65,8 @@ struct ChainPrice {
     per_image: Option<f64>,
     per_mchar: Option<f64>,
     per_minute: Option<f64>,
+    /// The priority tier's multiplier where the call asks for it (1 where it does not).
+    tier: Option<f64>,
 }
 
 /// A cap as read for a reservation.
@@ -116,8 +122,8 @@ impl Tenancy<'_> {
         calls: &[ModelCall],
     ) -> Result<()> {
         let sql = concat!(
-            "WITH settled AS (DELETE FROM spend_reservations WHERE tenant_id = $1 AND id = $14) ",
-            insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12", "$13")
+            "WITH settled AS (DELETE FROM spend_reservations WHERE tenant_id = $1 AND id = $15) ",
+            insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12", "$13", "$14")
         );
         let query = sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid());
         CallColumns::of(calls)
@@ -144,19 +150,24 @@ async fn decide(
     let prices: Vec<ChainPrice> = sqlx::query_as(
         "SELECT m AS model, (p).input_usd_per_mtok::float8 AS input, (p).output_usd_per_mtok::float8 AS output,
                 (p).usd_per_image::float8 AS per_image, (p).usd_per_mchar::float8 AS per_mchar,
-                (p).usd_per_audio_minute::float8 AS per_minute
+                (p).usd_per_audio_minute::float8 AS per_minute,
+                CASE WHEN m = ANY($2) THEN (p).priority_multiplier::float8 ELSE 1 END AS tier
          FROM unnest($1::text[]) AS m, LATERAL (SELECT hermes_model_price(m) AS p) AS price",
     )
     .bind(request.models)
+    .bind(request.priority_models)
     .fetch_all(&mut *tx)
     .await?;
     let mut estimate_usd: f64 = 0.0;
     for price in prices {
         let units = request.media.cost_usd(price.per_image, price.per_mchar, price.per_minute);
-        match (price.input, price.output, units) {
-            (Some(input), Some(output), Some(units)) => {
-                let tokens = (request.input_tokens as f64 * input + request.output_tokens as f64 * output) / 1e6;
+        match (price.input, price.output, units, price.tier) {
+            (Some(input), Some(output), Some(units), Some(tier)) => {
+                let tokens = (request.input_tokens as f64 * input + request.output_tokens as f64 * output) * tier / 1e6;
                 estimate_usd = estimate_usd.max(tokens + units);
+            }
+            (Some(_), Some(_), Some(_), None) if hard => {
+                return Ok(SpendDecision::Unpriced { model: format!("{} on its priority tier", price.model) });
             }
             _ if hard => return Ok(SpendDecision::Unpriced { model: price.model }),
             _ => {}

@@ -321,7 +321,7 @@ impl Turns<'_> {
         };
         let sql = concat!(
             "WITH calls AS (",
-            insert_model_calls!("$15", "$16", "$17", "$18", "$19", "$20", "$21", "$22", "$23", "$24"),
+            insert_model_calls!("$15", "$16", "$17", "$18", "$19", "$20", "$21", "$22", "$23", "$24", "$25"),
             "), mine AS (
                 SELECT id FROM turns
                 WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND lease_owner = $14
@@ -334,7 +334,7 @@ impl Turns<'_> {
              ), ins AS (
                 INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content,
                                       tool_calls, tool_call_id, name, reasoning, search, reasoning_replay)
-                SELECT $1, $2, s.seq, $3, $5, $6, $7, $8, $9, $10, $11, $25::tsvector, $26 FROM s
+                SELECT $1, $2, s.seq, $3, $5, $6, $7, $8, $9, $10, $11, $26::tsvector, $27 FROM s
                 WHERE $5::int IS NOT NULL
                 ON CONFLICT DO NOTHING
                 RETURNING seq

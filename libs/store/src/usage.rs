@@ -23,6 +23,7 @@ pub(crate) struct CallColumns {
     cache_write: Vec<i64>,
     reasoning: Vec<i64>,
     latency: Vec<i64>,
+    priority: Vec<bool>,
 }
 
 fn tokens(n: u64) -> i64 {
@@ -48,6 +49,7 @@ struct CallRow {
     cache_write_tokens: i64,
     reasoning_tokens: i64,
     latency_ms: Option<i32>,
+    priority: bool,
 }
 
 impl From<CallRow> for ModelCall {
@@ -65,6 +67,7 @@ impl From<CallRow> for ModelCall {
                 cached_tokens: count(row.cached_tokens),
                 cache_write_tokens: count(row.cache_write_tokens),
                 reasoning_tokens: count(row.reasoning_tokens),
+                priority: row.priority,
             },
             latency_ms: row.latency_ms.map_or(0, |ms| u64::try_from(ms).unwrap_or(0)),
         }
@@ -85,11 +88,12 @@ impl CallColumns {
             c.cache_write.push(tokens(call.usage.cache_write_tokens));
             c.reasoning.push(tokens(call.usage.reasoning_tokens));
             c.latency.push(tokens(call.latency_ms));
+            c.priority.push(call.usage.priority);
         }
         c
     }
 
-    /// Binds the ten arrays in the order of `insert_model_calls!`.
+    /// Binds the eleven arrays in the order of `insert_model_calls!`.
     pub(crate) fn bind_to(
         self,
         query: Query<'_, sqlx::Postgres, PgArguments>,
@@ -105,18 +109,19 @@ impl CallColumns {
             .bind(self.cache_write)
             .bind(self.reasoning)
             .bind(self.latency)
+            .bind(self.priority)
     }
 }
 
 /// The insert of a call batch (a static string, so no SQL is ever built at run time), with
-/// tenant, session and turn at `$1 $2 $3` and the ten arrays of [`CallColumns`] at the given
-/// placeholders.
+/// tenant, session and turn at `$1 $2 $3` and the eleven arrays of [`CallColumns`] at the
+/// given placeholders.
 macro_rules! insert_model_calls {
-    ($a:literal, $b:literal, $c:literal, $d:literal, $e:literal, $f:literal, $g:literal, $h:literal, $i:literal, $j:literal) => {
+    ($a:literal, $b:literal, $c:literal, $d:literal, $e:literal, $f:literal, $g:literal, $h:literal, $i:literal, $j:literal, $k:literal) => {
         concat!(
             "INSERT INTO model_calls (tenant_id, session_id, turn_id, purpose, provider, model, key_id,
                                       prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens,
-                                      reasoning_tokens, latency_ms)
+                                      reasoning_tokens, latency_ms, priority)
              SELECT $1, $2, $3, c.* FROM unnest(",
             $a,
             "::text[], ",
@@ -137,7 +142,9 @@ macro_rules! insert_model_calls {
             $i,
             "::bigint[], ",
             $j,
-            "::bigint[]) AS c"
+            "::bigint[], ",
+            $k,
+            "::boolean[]) AS c"
         )
     };
 }
@@ -155,7 +162,7 @@ impl Tenancy<'_> {
         if calls.is_empty() {
             return Ok(());
         }
-        let sql = insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12", "$13");
+        let sql = insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12", "$13", "$14");
         let query = sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid());
         CallColumns::of(calls).bind_to(query).execute(&mut *self.as_tenant(tenant).await?).await?;
         Ok(())
@@ -165,7 +172,7 @@ impl Tenancy<'_> {
     pub async fn turn_model_calls(self, tenant: TenantId, turn: TurnId) -> Result<Vec<ModelCall>> {
         let rows = sqlx::query(
             "SELECT purpose, provider, model, key_id, prompt_tokens, completion_tokens, cached_tokens,
-                    cache_write_tokens, reasoning_tokens, latency_ms
+                    cache_write_tokens, reasoning_tokens, latency_ms, priority
              FROM model_calls WHERE tenant_id = $1 AND turn_id = $2 ORDER BY id",
         )
         .bind(tenant.as_uuid())

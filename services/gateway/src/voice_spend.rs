@@ -39,6 +39,7 @@ pub(crate) async fn reserve(
         input_tokens: 0,
         output_tokens: 0,
         media: MediaUnits { audio_ms: recording_ms(audio), ..Default::default() },
+        priority_models: &[],
         lease: LEASE,
     };
     let decision = store.tenancy().reserve_spend(channel.tenant_id, &ask, chrono::Utc::now()).await.map_err(|e| {

@@ -36,6 +36,11 @@ pub enum PriceCmd {
         /// Speech to text: USD per minute of audio.
         #[arg(long)]
         per_audio_minute: Option<f64>,
+        /// What a call on the provider's priority tier (`/fast`) costs over the token prices
+        /// (OpenAI's priority about 2, Anthropic's fast mode up to 6); unset: such calls are
+        /// unpriced, and refused under a hard spending cap.
+        #[arg(long)]
+        priority_multiplier: Option<f64>,
     },
     /// List the prices.
     List,
@@ -43,7 +48,17 @@ pub enum PriceCmd {
 
 pub async fn run_price(json_mode: bool, store: &Store, cmd: PriceCmd) -> anyhow::Result<()> {
     match cmd {
-        PriceCmd::Set { model, input, output, cached_input, cache_write, per_image, per_mchar, per_audio_minute } => {
+        PriceCmd::Set {
+            model,
+            input,
+            output,
+            cached_input,
+            cache_write,
+            per_image,
+            per_mchar,
+            per_audio_minute,
+            priority_multiplier,
+        } => {
             let media = per_image.is_some() || per_mchar.is_some() || per_audio_minute.is_some();
             let (input, output) = match (input, output) {
                 (Some(input), Some(output)) => (input, output),
@@ -53,8 +68,17 @@ pub async fn run_price(json_mode: bool, store: &Store, cmd: PriceCmd) -> anyhow:
                      --per-audio-minute)"
                 ),
             };
-            let price =
-                ModelPrice { model, input, output, cached_input, cache_write, per_image, per_mchar, per_audio_minute };
+            let price = ModelPrice {
+                model,
+                input,
+                output,
+                cached_input,
+                cache_write,
+                per_image,
+                per_mchar,
+                per_audio_minute,
+                priority_multiplier,
+            };
             store.tenancy().set_model_price(&price).await?;
             print(json_mode, json!(price), format!("{}: {}", price.model, describe(&price)));
         }
@@ -73,6 +97,9 @@ fn describe(p: &ModelPrice) -> String {
         if let Some(price) = price {
             parts.push(format!("${price}/{unit}"));
         }
+    }
+    if let Some(m) = p.priority_multiplier {
+        parts.push(format!("x{m} on the priority tier"));
     }
     parts.join(", ")
 }

@@ -55,6 +55,7 @@ pub(crate) async fn admit(
         input_tokens: 0,
         output_tokens: 0,
         media: estimate,
+        priority_models: &[],
         lease: LEASE,
     };
     let decision = store.tenancy().reserve_spend(scope.tenant, &ask, chrono::Utc::now()).await.map_err(|e| {

@@ -46,6 +46,14 @@ impl AnthropicAccumulator {
         self.usage.cached_tokens = read;
         self.usage.cache_write_tokens = written;
         self.usage.completion_tokens = u["output_tokens"].as_u64().unwrap_or(0);
+        self.served_at(u);
+    }
+
+    /// The speed Anthropic says served the call (`usage.speed`), when it says.
+    fn served_at(&mut self, usage: &Value) {
+        if let Some(speed) = usage["speed"].as_str() {
+            self.usage.priority = speed == "fast";
+        }
     }
 
     /// `content_block_start`: the block at its index (gaps filled with `Other`).
@@ -116,6 +124,7 @@ impl AnthropicAccumulator {
         if let Some(reason) = event["delta"]["stop_reason"].as_str() {
             self.stop_reason = Some(reason.to_owned());
         }
+        self.served_at(&event["usage"]);
         if let Some(out) = event["usage"]["output_tokens"].as_u64() {
             self.usage.completion_tokens = out;
         }

@@ -81,3 +81,22 @@ fn signed_and_redacted_thinking_are_kept_in_order_to_be_sent_back() {
     assert_eq!(r.message.reasoning.as_deref(), Some("first thought"));
     assert_eq!(r.message.tool_calls[0].id, "toolu_1", "the calls are still there");
 }
+
+#[test]
+fn fast_mode_counts_where_anthropic_says_it_served_the_call() {
+    let fold = |speed: &str| {
+        let mut acc = AnthropicAccumulator::default();
+        let start = format!(
+            r#"{{"type":"message_start","message":{{"usage":{{"input_tokens":10,"output_tokens":1{speed}}}}}}}"#
+        );
+        for e in [
+            start.as_str(),
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5}}"#,
+        ] {
+            acc.push(e, &mut Collect(String::new())).unwrap();
+        }
+        acc.finish().usage.priority
+    };
+    assert!(fold(r#","speed":"fast""#));
+    assert!(!fold(r#","speed":"standard""#) && !fold(""), "standard, or not said: the standard price");
+}

@@ -38,6 +38,7 @@ impl ResponsesAccumulator {
             cached_tokens: u["input_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
             cache_write_tokens: 0,
             reasoning_tokens: u["output_tokens_details"]["reasoning_tokens"].as_u64().unwrap_or(0),
+            priority: r["service_tier"].as_str().is_some_and(hermes_core::is_priority_tier),
         };
         self.finish = Some(match r["incomplete_details"]["reason"].as_str() {
             Some("max_output_tokens") => "length".into(),

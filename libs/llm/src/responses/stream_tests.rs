@@ -145,3 +145,11 @@ fn encrypted_reasoning_is_kept_and_sent_back_only_to_the_model_and_endpoint_that
         assert!(input(&other).as_array().unwrap().iter().all(|i| i["type"] != "reasoning"), "sealed to its writer");
     }
 }
+
+#[test]
+fn the_responses_tier_is_read_from_the_completed_response() {
+    let mut acc = ResponsesAccumulator::default();
+    let done = r#"{"type":"response.completed","response":{"status":"completed","service_tier":"priority","usage":{"input_tokens":5,"output_tokens":1}}}"#;
+    acc.push(done, &mut NoDeltas).unwrap();
+    assert!(acc.finish().usage.priority);
+}

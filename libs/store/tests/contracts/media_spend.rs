@@ -16,7 +16,8 @@ fn picture() -> MediaUnits {
 }
 
 fn ask(agent: hermes_core::AgentId, models: &[String], media: MediaUnits) -> SpendRequest<'_> {
-    SpendRequest { agent, models, input_tokens: 0, output_tokens: 0, media, lease: Duration::from_secs(600) }
+    let lease = Duration::from_secs(600);
+    SpendRequest { agent, models, input_tokens: 0, output_tokens: 0, media, priority_models: &[], lease }
 }
 
 fn image_call() -> MediaCall {

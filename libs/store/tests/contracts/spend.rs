@@ -43,6 +43,7 @@ fn ask(agent: hermes_core::AgentId, models: &[String]) -> SpendRequest<'_> {
         input_tokens: 300,
         output_tokens: 100,
         media: Default::default(),
+        priority_models: &[],
         lease: Duration::from_secs(600),
     }
 }
@@ -108,4 +109,25 @@ async fn a_hard_cap_refuses_an_unpriced_model_and_no_cap_reserves_nothing(pool: 
         panic!("priced now")
     };
     assert!((estimate_usd - 0.4).abs() < 1e-9, "{estimate_usd}");
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_priority_call_under_a_hard_cap_needs_the_tiers_price_and_reserves_its_premium(pool: PgPool) {
+    let store = common::store(&pool);
+    let t = common::tenant(&store, "acme").await;
+    store.tenancy().set_model_price(&price()).await.unwrap();
+    let cap = Budget { agent_id: None, period: BudgetPeriod::Day, hard_usd: Some(50.0), soft_usd: None };
+    store.tenancy().set_budget(t.id, &cap).await.unwrap();
+    let models: Vec<String> = MODELS.map(String::from).into();
+    let fast = SpendRequest { priority_models: &models, ..ask(t.agent, &models) };
+    let decision = store.tenancy().reserve_spend(t.id, &fast, Utc::now()).await.unwrap();
+    assert_eq!(decision, SpendDecision::Unpriced { model: "test-model on its priority tier".into() });
+
+    store.tenancy().set_model_price(&ModelPrice { priority_multiplier: Some(2.0), ..price() }).await.unwrap();
+    let SpendDecision::Reserved { estimate_usd, .. } =
+        store.tenancy().reserve_spend(t.id, &fast, Utc::now()).await.unwrap()
+    else {
+        panic!("the tier is priced now")
+    };
+    assert!((estimate_usd - 0.8).abs() < 1e-9, "twice the standard 40 cents: {estimate_usd}");
 }

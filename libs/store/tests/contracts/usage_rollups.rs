@@ -23,6 +23,7 @@ fn call(model: &str, prompt: u64, completion: u64) -> ModelCall {
             cached_tokens: 0,
             cache_write_tokens: 0,
             reasoning_tokens: 0,
+            priority: false,
         },
         latency_ms: 5,
     }
@@ -123,4 +124,38 @@ async fn cache_reads_writes_and_reasoning_are_priced_and_rolled_up(pool: PgPool)
     assert!((u.cost_usd - expected).abs() < 1e-9, "{} != {expected}", u.cost_usd);
     let stored = store.tenancy().turn_model_calls(acme.id, turn).await.unwrap();
     assert_eq!(stored[0].usage, thought.usage, "the ledger keeps every count");
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_priority_call_costs_its_multiplier_and_without_one_is_unpriced(pool: PgPool) {
+    let store = common::store(&pool);
+    let acme = common::tenant(&store, "acme").await;
+    let mut price = ModelPrice { model: "gpt-p*".into(), input: 1.0, output: 2.0, ..Default::default() };
+    store.tenancy().set_model_price(&price).await.unwrap();
+    let turn = common::queue(&store, &acme, acme.session, "hi").await;
+    let mut fast = call("gpt-p1", 1_000_000, 500_000);
+    fast.usage.priority = true;
+    let standard = call("gpt-p1", 1_000_000, 500_000);
+    store.tenancy().record_model_calls(acme.id, acme.session, turn, &[standard, fast.clone()]).await.unwrap();
+
+    price.priority_multiplier = Some(2.5);
+    store.tenancy().set_model_price(&price).await.unwrap();
+    store.tenancy().record_model_calls(acme.id, acme.session, turn, &[fast.clone()]).await.unwrap();
+    let costs: Vec<(bool, Option<f64>)> =
+        sqlx::query_as("SELECT priority, cost_usd::float8 FROM model_calls WHERE turn_id = $1 ORDER BY id")
+            .bind(turn.as_uuid())
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(costs, [(false, Some(2.0)), (true, None), (true, Some(5.0))], "x2.5 once the tier has a price");
+    let stored = store.tenancy().turn_model_calls(acme.id, turn).await.unwrap();
+    assert_eq!(stored[1].usage, fast.usage, "the ledger keeps the tier");
+
+    let today = Utc::now().date_naive();
+    let lines = store.admin().usage_rollup(acme.id, today, today, RollupGroup::Model).await.unwrap();
+    assert!((lines[0].usage.cost_usd - 7.0).abs() < 1e-9, "{}", lines[0].usage.cost_usd);
+    for wrong in [0.5, f64::NAN, 1_000.0] {
+        price.priority_multiplier = Some(wrong);
+        assert!(store.tenancy().set_model_price(&price).await.is_err(), "{wrong} is refused");
+    }
 }
