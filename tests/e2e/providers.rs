@@ -211,6 +211,52 @@ async fn a_thinking_claude_agent_sends_its_signed_thinking_back_between_tool_cal
 }
 
 #[tokio::test]
+async fn a_responses_reasoning_agent_carries_its_encrypted_reasoning_between_tool_calls() {
+    let env = TestEnv::start().await;
+    let o3 = NewAgent {
+        toolsets: vec!["terminal".into()],
+        api_mode: Some(hermes_core::ApiMode::Responses),
+        ..keyed(&env, "reasoner", "o3", "sk-test", "127.0.0.1")
+    };
+    let (_, _, key) = env.tenant_with("acme", o3).await;
+    // The fake refuses, as OpenAI does, reasoning sent back that it did not issue.
+    env.llm.push_all([
+        ScriptedReply::terminal("echo one"),
+        ScriptedReply::terminal("echo two"),
+        ScriptedReply::text("Both ran."),
+    ]);
+    let body = env.answered(&key, "reasoner", "run both").await;
+    assert_eq!(answer_text(&body), "Both ran.", "{body}");
+
+    let requests = env.llm.requests();
+    assert_eq!(requests.len(), 3);
+    for r in &requests {
+        assert_eq!(r.body["store"], false, "nothing is kept at the provider");
+        assert_eq!(r.body["include"], serde_json::json!(["reasoning.encrypted_content"]), "o3 reasons unasked");
+    }
+    let kinds = |r: &hermes_testkit::RecordedRequest| -> Vec<String> {
+        let items = r.body["input"].as_array().unwrap();
+        items.iter().map(|i| i["type"].as_str().unwrap_or("message").to_owned()).collect()
+    };
+    let sealed = |r: &hermes_testkit::RecordedRequest| -> Vec<String> {
+        let items = r.body["input"].as_array().unwrap();
+        items.iter().filter_map(|i| i["encrypted_content"].as_str().map(str::to_owned)).collect()
+    };
+    let second = kinds(&requests[1]);
+    let at = second.iter().position(|k| k == "reasoning").expect("the first step's reasoning is sent back");
+    assert_eq!(second[at + 1], "function_call", "before the call it led to: {second:?}");
+    let (once, twice) = (sealed(&requests[1]), sealed(&requests[2]));
+    assert_eq!(once.len(), 1);
+    assert_eq!(twice.len(), 2);
+    assert_eq!(twice[0], once[0], "replayed exactly");
+    let reasoning: Vec<i64> =
+        sqlx::query_scalar("SELECT reasoning_tokens FROM model_calls ORDER BY id").fetch_all(&env.db).await.unwrap();
+    assert_eq!(reasoning, [4, 4, 4], "each call's reasoning tokens are metered");
+    assert!(!body.to_string().contains(&once[0]), "no encrypted reasoning reaches the client");
+    env.stop().await;
+}
+
+#[tokio::test]
 async fn api_callers_set_sampling_and_reasoning_per_request_within_the_agents_limits() {
     let env = TestEnv::start().await;
     let (_, _, key) = env.tenant("acme", "helper").await;

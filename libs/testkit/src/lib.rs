@@ -20,6 +20,7 @@ pub mod otlp;
 mod prompt_cache;
 pub mod receiver;
 mod reply;
+mod responses;
 mod served;
 mod server;
 pub mod slack;

@@ -60,7 +60,8 @@ pub(crate) struct Shared {
     pub(crate) forget_requests: std::sync::atomic::AtomicBool,
     /// Claude's prompt cache behind a gateway (requests with `cache_control`).
     pub(crate) prompt_cache: crate::prompt_cache::PromptCache,
-    /// Thinking signatures handed out (Anthropic), with the thinking each signs.
+    /// Thinking signatures (Anthropic) and encrypted reasoning (Responses) handed out, with
+    /// the thinking each seals.
     pub(crate) signatures: Mutex<std::collections::HashMap<String, String>>,
 }
 
@@ -83,6 +84,7 @@ impl ScriptedLlm {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/messages", post(crate::anthropic::messages))
+            .route("/v1/responses", post(crate::responses::responses))
             .route("/v1/models", get(models))
             .route("/__script", post(push_script))
             .route("/__requests", get(list_requests))
