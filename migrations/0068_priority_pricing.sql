@@ -3,9 +3,8 @@
 -- `model_calls.priority`: the provider said its priority tier served the call (OpenAI's
 -- `service_tier` `priority`/`fast`, Anthropic's `speed: fast`).
 -- `model_prices.priority_multiplier`: what that tier costs over the model's rates (OpenAI's
--- priority is about 2x, Anthropic's fast mode up to 6x). NULL: no priority price known, so a
--- priority call of that model is recorded unpriced, and under a hard cap refused before it
--- starts, as a model without any price is.
+-- priority is about 2x, Anthropic's fast mode up to 6x). NULL: no premium known, so the call
+-- costs the standard rate: never NULL (unpriced calls count nothing against spending caps).
 ALTER TABLE model_calls ADD COLUMN IF NOT EXISTS priority boolean NOT NULL DEFAULT false;
 ALTER TABLE model_prices
     ADD COLUMN IF NOT EXISTS priority_multiplier numeric(8, 4) CHECK (priority_multiplier >= 1);
@@ -13,7 +12,7 @@ ALTER TABLE model_prices
 CREATE OR REPLACE FUNCTION hermes_price_model_call() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     p model_prices%ROWTYPE;
-    tier numeric;
+    tier numeric := 1;
 BEGIN
     SELECT agent_id INTO NEW.agent_id FROM sessions WHERE tenant_id = NEW.tenant_id AND id = NEW.session_id;
     SELECT api_key_id INTO NEW.api_key_id FROM turns WHERE tenant_id = NEW.tenant_id AND id = NEW.turn_id;
@@ -21,9 +20,10 @@ BEGIN
      WHERE model = NEW.model OR (right(model, 1) = '*' AND starts_with(NEW.model, left(model, -1)))
      ORDER BY model = NEW.model DESC, length(model) DESC
      LIMIT 1;
-    tier := CASE WHEN NEW.priority THEN p.priority_multiplier ELSE 1 END;
+    IF FOUND AND NEW.priority THEN
+        tier := COALESCE(p.priority_multiplier, 1);
+    END IF;
     IF FOUND
-       AND tier IS NOT NULL
        AND (NEW.images = 0 OR p.usd_per_image IS NOT NULL)
        AND (NEW.speech_chars = 0 OR p.usd_per_mchar IS NOT NULL)
        AND (NEW.audio_ms = 0 OR p.usd_per_audio_minute IS NOT NULL) THEN

@@ -15,9 +15,10 @@ struct Chunk {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<serde_json::Value>,
-    /// The tier that served the call (OpenAI repeats it in every chunk).
+    /// The tier that served the call (OpenAI repeats it in every chunk); read leniently, as
+    /// some compatible servers send other shapes.
     #[serde(default)]
-    service_tier: Option<String>,
+    service_tier: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -144,7 +145,7 @@ impl StreamAccumulator {
             self.usage = usage.into();
         }
         if let Some(tier) = chunk.service_tier {
-            self.priority = hermes_core::is_priority_tier(&tier);
+            self.priority = tier.as_str().is_some_and(hermes_core::is_priority_tier);
         }
         for choice in chunk.choices {
             if let Some(reason) = choice.finish_reason {
@@ -341,6 +342,9 @@ mod tests {
         assert!(fold("priority").priority && fold("fast").priority, "OpenAI's two names for it");
         assert!(!fold("default").priority, "asked for priority, served at the default tier: standard price");
         assert_eq!(fold("priority").prompt_tokens, 3, "a later usage chunk keeps the tier");
+        let mut odd = StreamAccumulator::default();
+        odd.push(r#"{"service_tier":{"name":"x"},"choices":[{"delta":{"content":"ok"}}]}"#, &mut NoDeltas).unwrap();
+        assert!(!odd.finish().usage.priority, "another shape is no reason to fail the call");
     }
 
     struct Collect(String, String);

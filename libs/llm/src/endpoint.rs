@@ -41,6 +41,17 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// Whether `/fast` asks this endpoint for its priority tier: OpenAI's own API for its
+    /// flagship models (`service_tier: priority`), Anthropic's own for fast mode (`speed: fast`).
+    pub fn has_priority_tier(&self) -> bool {
+        match self.api_mode {
+            ApiMode::ChatCompletions | ApiMode::Responses => {
+                self.provider == "openai" && crate::models::offers_priority_tier(&self.model)
+            }
+            ApiMode::AnthropicMessages => self.provider == "anthropic" && crate::models::offers_fast_mode(&self.model),
+        }
+    }
+
     /// The host requests go to (lower case, no port).
     pub fn host(&self) -> Option<String> {
         reqwest::Url::parse(&self.base_url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase))

@@ -128,7 +128,7 @@ impl WireSettings {
             (None, Some(effort)) => Some(serde_json::json!({ "effort": effort })),
             (None, None) => None,
         };
-        let priority = settings.fast == Some(true) && crate::models::offers_priority_tier(&endpoint.model);
+        let priority = settings.fast == Some(true) && endpoint.has_priority_tier();
         let (sampling, reasons) = crate::models::openai_knobs(&endpoint.provider, &endpoint.model);
         // OpenRouter takes its effort in the `reasoning` object instead.
         let effort = reasons && !openrouter;
@@ -137,7 +137,7 @@ impl WireSettings {
             top_p: settings.top_p.filter(|_| sampling),
             reasoning_effort: settings.reasoning_effort.filter(|_| effort),
             reasoning,
-            service_tier: (priority && endpoint.provider == "openai").then_some("priority"),
+            service_tier: priority.then_some("priority"),
         }
     }
 }

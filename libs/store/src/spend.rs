@@ -34,8 +34,8 @@ pub struct SpendRequest<'a> {
     pub output_tokens: u64,
     /// What a media call bills (none for a model call).
     pub media: MediaUnits,
-    /// The models of `models` the call would ask for their priority tier (`/fast`): each costs
-    /// its `priority_multiplier` over its rates, and under a hard cap needs one.
+    /// The models of `models` the call would ask for their priority tier (`/fast`): each is
+    /// estimated at its `priority_multiplier` over its rates (none: the standard rates).
     pub priority_models: &'a [String],
     /// How long the reservation holds if it is never settled (its worker died).
     pub lease: Duration,
@@ -51,8 +51,7 @@ pub enum SpendDecision {
     Reserved { reservation: SpendReservationId, estimate_usd: f64, states: Vec<BudgetState> },
     /// This hard cap is reached (`state`: spent, and reserved by calls in flight).
     Refused { state: BudgetState, estimate_usd: f64 },
-    /// A hard cap applies and this model has no price (`... on its priority tier`: no
-    /// priority multiplier, for a call that asks for that tier).
+    /// A hard cap applies and this model has no price.
     Unpriced { model: String },
 }
 
@@ -66,7 +65,7 @@ struct ChainPrice {
     per_mchar: Option<f64>,
     per_minute: Option<f64>,
     /// The priority tier's multiplier where the call asks for it (1 where it does not).
-    tier: Option<f64>,
+    tier: f64,
 }
 
 /// A cap as read for a reservation.
@@ -151,7 +150,7 @@ async fn decide(
         "SELECT m AS model, (p).input_usd_per_mtok::float8 AS input, (p).output_usd_per_mtok::float8 AS output,
                 (p).usd_per_image::float8 AS per_image, (p).usd_per_mchar::float8 AS per_mchar,
                 (p).usd_per_audio_minute::float8 AS per_minute,
-                CASE WHEN m = ANY($2) THEN (p).priority_multiplier::float8 ELSE 1 END AS tier
+                CASE WHEN m = ANY($2) THEN COALESCE((p).priority_multiplier::float8, 1) ELSE 1 END AS tier
          FROM unnest($1::text[]) AS m, LATERAL (SELECT hermes_model_price(m) AS p) AS price",
     )
     .bind(request.models)
@@ -161,13 +160,10 @@ async fn decide(
     let mut estimate_usd: f64 = 0.0;
     for price in prices {
         let units = request.media.cost_usd(price.per_image, price.per_mchar, price.per_minute);
-        match (price.input, price.output, units, price.tier) {
-            (Some(input), Some(output), Some(units), Some(tier)) => {
-                let tokens = (request.input_tokens as f64 * input + request.output_tokens as f64 * output) * tier / 1e6;
-                estimate_usd = estimate_usd.max(tokens + units);
-            }
-            (Some(_), Some(_), Some(_), None) if hard => {
-                return Ok(SpendDecision::Unpriced { model: format!("{} on its priority tier", price.model) });
+        match (price.input, price.output, units) {
+            (Some(input), Some(output), Some(units)) => {
+                let tokens = (request.input_tokens as f64 * input + request.output_tokens as f64 * output) / 1e6;
+                estimate_usd = estimate_usd.max(tokens * price.tier + units);
             }
             _ if hard => return Ok(SpendDecision::Unpriced { model: price.model }),
             _ => {}

@@ -260,15 +260,15 @@ async fn a_long_page_comes_as_head_and_tail_with_the_full_text_saved_for_read_fi
     assert_eq!(h.files.0.lock().unwrap().len(), 1);
 }
 
-/// A scripted summariser: answers `summary N` (the Nth call), or fails the calls `fails` picks;
-/// keeps what it was asked.
+/// A scripted summariser: answers `summary N` (the Nth call), or fails the calls `fails` picks
+/// by their kind and text; keeps what it was asked.
 struct Condenser {
     asked: Mutex<Vec<(&'static str, String)>>,
-    fails: fn(&str) -> bool,
+    fails: fn(&str, &str) -> bool,
 }
 
 impl Condenser {
-    fn new(fails: fn(&str) -> bool) -> Arc<Self> {
+    fn new(fails: fn(&str, &str) -> bool) -> Arc<Self> {
         Arc::new(Self { asked: Mutex::default(), fails })
     }
 
@@ -286,10 +286,10 @@ impl PageCondenser for Condenser {
         } else {
             "page"
         };
+        let failed = (self.fails)(kind, &text);
         let mut asked = self.asked.lock().unwrap();
         asked.push((kind, text));
         let n = asked.len();
-        let failed = (self.fails)(kind);
         Box::pin(async move { if failed { Err("overloaded".into()) } else { Ok(format!("summary {n}")) } })
     }
 }
@@ -297,7 +297,7 @@ impl PageCondenser for Condenser {
 #[tokio::test]
 async fn with_a_web_extract_model_a_long_page_comes_summarised_with_the_exact_text_saved() {
     let world = WebWorld::start().await.unwrap();
-    let condenser = Condenser::new(|_| false);
+    let condenser = Condenser::new(|_, _| false);
     let h = summarising(config(&world), TenantWebKeys::default(), DailyAllowance::default(), Some(condenser.clone()));
     let pages = h.extract(json!({ "urls": [world.page("long")] })).await.unwrap();
     let content = pages[0]["content"].as_str().unwrap();
@@ -316,7 +316,7 @@ async fn with_a_web_extract_model_a_long_page_comes_summarised_with_the_exact_te
     assert_eq!(condenser.asked().len(), 1);
 
     // A summariser that fails leaves the page cut as without one.
-    let failing = Condenser::new(|_| true);
+    let failing = Condenser::new(|_, _| true);
     let h = summarising(config(&world), TenantWebKeys::default(), DailyAllowance::default(), Some(failing));
     let pages = h.extract(json!({ "urls": [world.page("long")] })).await.unwrap();
     assert!(pages[0]["content"].as_str().unwrap().contains("\n\n[TRUNCATED: "));
@@ -324,30 +324,40 @@ async fn with_a_web_extract_model_a_long_page_comes_summarised_with_the_exact_te
 
 #[tokio::test]
 async fn a_very_long_page_is_summarised_in_sections_then_joined_and_says_how_much_was_read() {
-    use crate::condense::{MAX_SECTIONS, SECTION_CHARS, render, summarise};
+    use crate::condense::{MAX_SECTIONS, SECTION_BYTES, render, summarise};
     let line = |n: usize| format!("line {n:06} {}\n", "x".repeat(87));
     let text: String = (0..5_000).map(line).collect();
     assert_eq!(text.chars().count(), 500_000);
-    let condenser = Condenser::new(|_| false);
-    let summary = summarise(condenser.as_ref(), "https://example.com/big", "", &text).await.unwrap();
+    let condenser = Condenser::new(|_, _| false);
+    let summary = summarise(condenser.as_ref(), "https://example.com/big", "", &text, 15_000).await.unwrap();
     let asked = condenser.asked();
     let kinds: Vec<&str> = asked.iter().map(|(k, _)| *k).collect();
     assert_eq!(kinds, ["section", "section", "section", "section", "join"]);
     assert!(asked[0].1.starts_with("Source: https://example.com/big\nSection 1 of 4\n\nline 000000"));
     assert!(asked[3].1.contains(&line(3_999)) && !asked[3].1.contains(&line(4_000)), "sections end on lines");
     assert!(asked[4].1.contains("## Section 1 of 4\nsummary ") && asked[4].1.contains("## Section 4 of 4\n"));
-    assert_eq!(summary.covered_chars, MAX_SECTIONS * SECTION_CHARS);
+    assert_eq!(summary.covered_chars, MAX_SECTIONS * SECTION_BYTES, "ASCII: a byte a character");
     let shown = render(&summary, Ok("/tmp/hermes-results/big.md"));
-    assert!(shown.starts_with("[SUMMARY of this 500000-character page, written by the agent's web_extract model from its first 400000 characters."), "{shown}");
+    assert!(shown.starts_with("[SUMMARY of this 500000-character page by the agent's web_extract model"), "{shown}");
+    assert!(shown.contains("(untrusted, like the page) from its first 400000 characters."), "{shown}");
     assert!(shown.ends_with("summary 5"));
 
     // A failed section is left out; a failed join leaves the sections' summaries.
-    let condenser = Condenser::new(|kind| kind == "join");
-    let summary = summarise(condenser.as_ref(), "https://example.com/big", "Big", &text[..250_000]).await.unwrap();
+    let condenser = Condenser::new(|kind, text| kind == "join" || text.contains("Section 2 of 3"));
+    let big = summarise(condenser.as_ref(), "https://example.com/big", "Big\nSection 9 of 9", &text[..250_000], 15_000);
+    let summary = big.await.unwrap();
     assert!(summary.text.starts_with("## Section 1 of 3\nsummary ") && summary.text.contains("## Section 3 of 3"));
-    assert_eq!((summary.covered_chars, summary.total_chars), (250_000, 250_000));
-    let all_fail = Condenser::new(|_| true);
-    assert!(summarise(all_fail.as_ref(), "https://example.com/big", "", &text).await.is_err());
+    assert!(!summary.text.contains("## Section 2 of 3"));
+    assert_eq!((summary.covered_chars, summary.total_chars), (150_000, 250_000), "what the summary stands for");
+    let asked = condenser.asked();
+    assert!(asked[0].1.starts_with("Title: Big Section 9 of 9\nSource: "), "a title stays on its line");
+    let all_fail = Condenser::new(|_, _| true);
+    assert!(summarise(all_fail.as_ref(), "https://example.com/big", "", &text, 15_000).await.is_err());
+
+    // The summary is no longer than the call's budget.
+    let wordy = Condenser::new(|_, _| false);
+    let short = summarise(wordy.as_ref(), "https://example.com/big", "", &text[..1_000], 5).await.unwrap();
+    assert_eq!(short.text, "summa\n[... summary cut ...]");
 }
 
 #[test]

@@ -171,7 +171,8 @@ impl SimpleTool for WebExtract {
          (arxiv papers, documents, etc.): pass the PDF link directly and it converts to text. Pages within the \
          character budget (15,000 by default; raise it with char_limit, up to 500,000) come whole; longer ones come \
          as their beginning and end with a [TRUNCATED] footer that says where the full text is saved and how to \
-         read the middle with read_file. If a URL fails or needs JavaScript, use the browser tools instead.",
+         read the middle with read_file (agents given a web_extract model get a summary of a longer page instead, \
+         the full text saved the same way). If a URL fails or needs JavaScript, use the browser tools instead.",
     )
     .read_only()
     // Pages are budgeted here; the result is never saved whole a second time.
@@ -257,9 +258,18 @@ impl WebExtract {
         let saved = saved.as_deref().map_err(String::as_str);
         let summary = match &self.0.condenser {
             Some(condenser) if !whole => {
-                crate::condense::summarise(condenser.as_ref(), &page.url, &page.title, text).await.map_err(|e| {
-                    tracing::warn!(error = %e, "cannot summarise the page; cutting it");
-                })
+                let summary = crate::condense::summarise(condenser.as_ref(), &page.url, &page.title, text, budget);
+                match tokio::time::timeout(crate::condense::SUMMARY_TIMEOUT, summary).await {
+                    Ok(Ok(summary)) => Ok(summary),
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "cannot summarise the page; cutting it");
+                        Err(())
+                    }
+                    Err(_) => {
+                        tracing::warn!("summarising the page took too long; cutting it");
+                        Err(())
+                    }
+                }
             }
             _ => Err(()),
         };

@@ -14,7 +14,6 @@ use std::time::Duration;
 #[cfg(test)]
 use hermes_core::ChatMessage;
 use hermes_core::{AgentId, BudgetPeriod, SessionId, TenantId, TurnId};
-use hermes_llm::models::{offers_fast_mode, offers_priority_tier};
 use hermes_llm::{CallBuffer, ChatModel, ChatRequest, ChatResponse, DeltaSink, ErrorClass, LlmError};
 use hermes_store::{BudgetState, SpendDecision, SpendRequest, Store};
 
@@ -35,6 +34,8 @@ pub(crate) struct Budgeted<M> {
     pub agent: AgentId,
     /// The models the inner model may call (its fallback chain).
     pub models: Vec<String>,
+    /// Those of them `/fast` sends to their provider's priority tier.
+    pub priority_capable: Vec<String>,
     /// Where the inner model reports answered calls.
     pub meter: Arc<CallBuffer>,
     pub ledger: Ledger,
@@ -63,10 +64,8 @@ fn output_estimate(request: &ChatRequest) -> u64 {
 impl<M> Budgeted<M> {
     /// The chain's models that `request` would ask for their priority tier (`/fast` on a model
     /// that has one).
-    fn priority_models(&self, request: &ChatRequest) -> Vec<String> {
-        let takes = |m: &&String| offers_priority_tier(m) || offers_fast_mode(m);
-        let fast = request.settings.fast == Some(true);
-        self.models.iter().filter(|m| fast && takes(m)).cloned().collect()
+    fn priority_models(&self, request: &ChatRequest) -> &[String] {
+        if request.settings.fast == Some(true) { &self.priority_capable } else { &[] }
     }
 
     async fn decide(&self, request: &ChatRequest) -> Result<SpendDecision, LlmError> {
@@ -79,7 +78,7 @@ impl<M> Budgeted<M> {
             input_tokens: input_estimate(request),
             output_tokens: output_estimate(request),
             media: Default::default(),
-            priority_models: &self.priority_models(request),
+            priority_models: self.priority_models(request),
             lease: self.lease,
         };
         self.store.tenancy().reserve_spend(self.tenant, &ask, chrono::Utc::now()).await.map_err(|e| {
@@ -161,8 +160,7 @@ pub(crate) fn unpriced(model: &str) -> LlmError {
         ErrorClass::SpendCap,
         format!(
             "The model {model:?} has no price, so a spending cap in dollars cannot be kept with it and no call is \
-             made. An operator can set its price (`hermesctl price set`, with `--priority-multiplier` for the \
-             priority tier `/fast` asks for)."
+             made. An operator can set its price (`hermesctl price set`)."
         ),
     )
 }
@@ -229,6 +227,7 @@ mod tests {
             tenant,
             agent: AgentId::new(),
             models: vec!["m".into()],
+            priority_capable: Vec::new(),
             meter: Arc::default(),
             ledger: Ledger { session: SessionId::new(), turn: TurnId::new() },
             lease: Duration::from_secs(60),

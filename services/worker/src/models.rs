@@ -132,6 +132,7 @@ impl Models {
             AnthropicCacheTtl::OneHour => CacheTtl::OneHour,
         };
         let models = chain.iter().map(|e| e.model.clone()).collect();
+        let priority_capable = chain.iter().filter(|e| e.has_priority_tier()).map(|e| e.model.clone()).collect();
         let gateways = self.deps.cache_gateways.clone();
         let transport = AnyTransport::new(self.deps.http.clone(), ttl, gateways);
         let inner = ResilientModel::new(transport, self.keys(), chain, retry).with_meter(self.meter.clone(), purpose);
@@ -145,6 +146,7 @@ impl Models {
             tenant: self.tenant,
             agent: self.agent.id,
             models,
+            priority_capable,
             meter: self.meter.clone(),
             ledger: self.ledger,
             lease,

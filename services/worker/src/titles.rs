@@ -42,13 +42,12 @@ pub(crate) fn after_answer(rt: &Arc<Runtime>, tenant: TenantId, turn: &ClaimedTu
     let span = tracing::info_span!("session_title", tenant.id = %tenant, session.id = %session);
     let work = async move {
         let _slot = slot;
-        let outcome = match tokio::time::timeout(TITLE_TIMEOUT, write_title(&rt, tenant, agent, session, turn)).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(e)) => {
+        let outcome = match write_title(&rt, tenant, agent, session, turn).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
                 tracing::warn!(error = %e, "cannot title the session");
                 "failed"
             }
-            Err(_) => "timed_out",
         };
         metrics::counter!("hermes_session_titles_total", "outcome" => outcome).increment(1);
     };
@@ -83,9 +82,13 @@ async fn write_title(
         max_tokens: Some(500),
         settings: Default::default(),
     };
-    let answered = model.complete(&request, &mut NoDeltas).await;
+    // Only the call is timed out: what it was billed for is recorded either way.
+    let answered = tokio::time::timeout(TITLE_TIMEOUT, model.complete(&request, &mut NoDeltas)).await;
     let calls = meter.drain();
     store.tenancy().record_model_calls(tenant, session, turn, &calls).await.map_err(text)?;
+    let Ok(answered) = answered else {
+        return Ok("timed_out");
+    };
     let Some(title) = cleaned(&answered.map_err(text)?.message.text()) else {
         return Ok("empty");
     };
@@ -106,8 +109,16 @@ fn exchange(messages: &[ChatMessage]) -> Option<String> {
     (!question.is_empty() && !answer.is_empty()).then(|| format!("User: {question}\n\nAssistant: {answer}"))
 }
 
+/// Characters a title never keeps: markup that could make a link or a format where titles are
+/// shown (chats, the console), and invisible ones that could disguise it (bidi overrides,
+/// zero-width characters).
+fn unwanted(c: char) -> bool {
+    matches!(c, '[' | ']' | '<' | '>' | '`' | '*' | '|')
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
 /// A model's title as stored: its first non-empty line, without quotes, a `Title:` prefix,
-/// markup or control characters, on one line, at most [`TITLE_CHARS`] characters.
+/// markup, invisible or control characters, on one line, at most [`TITLE_CHARS`] characters.
 fn cleaned(answer: &str) -> Option<String> {
     let line = answer.lines().map(str::trim).find(|l| !l.is_empty())?;
     let quotes: &[char] = &['#', '"', '\'', '*', '`', '“', '”', '‘', '’', ' '];
@@ -116,7 +127,7 @@ fn cleaned(answer: &str) -> Option<String> {
         Some(prefix) if prefix.eq_ignore_ascii_case("title:") => line[6..].trim_matches(quotes),
         _ => line,
     };
-    let line: String = line.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let line: String = line.chars().filter(|c| !unwanted(*c)).map(|c| if c.is_control() { ' ' } else { c }).collect();
     let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.is_empty() {
         return None;
@@ -139,6 +150,11 @@ mod tests {
         assert_eq!(cleaned("Title: **Debugging Rust lifetimes**").as_deref(), Some("Debugging Rust lifetimes"));
         assert_eq!(cleaned("# “Tax forms”\nmore text").as_deref(), Some("Tax forms"));
         assert_eq!(cleaned("a\u{7}b\tc").as_deref(), Some("a b c"));
+        assert_eq!(
+            cleaned("[Click me](https://evil.example) <b>now</b>").as_deref(),
+            Some("Click me(https://evil.example) bnow/b")
+        );
+        assert_eq!(cleaned("Tax\u{202E}txt.exe\u{200B} forms").as_deref(), Some("Taxtxt.exe forms"));
         assert_eq!(cleaned("  \n\"\" "), None);
         let long = cleaned(&"word ".repeat(40)).unwrap();
         assert_eq!(long.chars().count(), TITLE_CHARS);

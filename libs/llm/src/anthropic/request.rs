@@ -6,7 +6,7 @@ use hermes_core::{ApiMode, Content, ContentPart, ModelSettings, ReasoningEffort,
 
 use crate::ChatRequest;
 use crate::endpoint::Endpoint;
-use crate::models::{ThinkingStyle, is_claude_4_6, offers_fast_mode, thinking_style};
+use crate::models::{ThinkingStyle, is_claude_4_6, thinking_style};
 
 /// Room for the answer beside a thinking budget (`max_tokens` counts both).
 const ANSWER_ROOM: u32 = 4_096;
@@ -91,7 +91,7 @@ fn adaptive_effort(effort: ReasoningEffort, model: &str) -> &'static str {
 }
 
 /// The settings as Messages API fields, on `body`; the beta headers they need.
-fn apply_settings(body: &mut Value, model: &str, settings: &ModelSettings, native: bool) -> Vec<&'static str> {
+fn apply_settings(body: &mut Value, model: &str, settings: &ModelSettings, fast_tier: bool) -> Vec<&'static str> {
     let mut betas = Vec::new();
     let style = thinking_style(model);
     let thinking = settings.thinking();
@@ -125,7 +125,7 @@ fn apply_settings(body: &mut Value, model: &str, settings: &ModelSettings, nativ
             body["top_p"] = json!(p);
         }
     }
-    if settings.fast == Some(true) && native && offers_fast_mode(model) {
+    if settings.fast == Some(true) && fast_tier {
         body["speed"] = json!("fast");
         betas.push(FAST_MODE_BETA);
     }
@@ -223,8 +223,7 @@ pub fn build_request(endpoint: &Endpoint, request: &ChatRequest, ttl: CacheTtl) 
         body["tools"] = Value::Array(tools);
     }
     // Fast mode exists only at Anthropic itself.
-    let native = endpoint.provider == "anthropic";
-    let betas = apply_settings(&mut body, model, &settings, native);
+    let betas = apply_settings(&mut body, model, &settings, endpoint.has_priority_tier());
     (body, betas)
 }
 

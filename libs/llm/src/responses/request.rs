@@ -6,7 +6,7 @@ use hermes_core::{ApiMode, Content, ContentPart, ModelSettings, ReasoningEffort,
 
 use crate::ChatRequest;
 use crate::endpoint::Endpoint;
-use crate::models::{offers_priority_tier, openai_knobs, reasons_by_default};
+use crate::models::{openai_knobs, reasons_by_default};
 
 /// What the Responses API is asked to include so reasoning survives between calls
 /// (`store: false` keeps nothing at the provider).
@@ -36,7 +36,7 @@ fn apply_settings(body: &mut Value, endpoint: &Endpoint, settings: &ModelSetting
     if reasons {
         body["include"] = json!([ENCRYPTED_REASONING]);
     }
-    if settings.fast == Some(true) && endpoint.provider == "openai" && offers_priority_tier(&endpoint.model) {
+    if settings.fast == Some(true) && endpoint.has_priority_tier() {
         body["service_tier"] = json!("priority");
     }
 }

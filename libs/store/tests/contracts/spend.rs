@@ -112,7 +112,7 @@ async fn a_hard_cap_refuses_an_unpriced_model_and_no_cap_reserves_nothing(pool: 
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
-async fn a_priority_call_under_a_hard_cap_needs_the_tiers_price_and_reserves_its_premium(pool: PgPool) {
+async fn a_priority_call_reserves_its_tiers_premium_and_without_one_the_standard_rate(pool: PgPool) {
     let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     store.tenancy().set_model_price(&price()).await.unwrap();
@@ -120,14 +120,13 @@ async fn a_priority_call_under_a_hard_cap_needs_the_tiers_price_and_reserves_its
     store.tenancy().set_budget(t.id, &cap).await.unwrap();
     let models: Vec<String> = MODELS.map(String::from).into();
     let fast = SpendRequest { priority_models: &models, ..ask(t.agent, &models) };
-    let decision = store.tenancy().reserve_spend(t.id, &fast, Utc::now()).await.unwrap();
-    assert_eq!(decision, SpendDecision::Unpriced { model: "test-model on its priority tier".into() });
+    let estimate = async || match store.tenancy().reserve_spend(t.id, &fast, Utc::now()).await.unwrap() {
+        SpendDecision::Reserved { estimate_usd, .. } => estimate_usd,
+        other => panic!("{other:?}"),
+    };
+    assert!((estimate().await - 0.4).abs() < 1e-9, "no premium known: the standard 40 cents");
 
     store.tenancy().set_model_price(&ModelPrice { priority_multiplier: Some(2.0), ..price() }).await.unwrap();
-    let SpendDecision::Reserved { estimate_usd, .. } =
-        store.tenancy().reserve_spend(t.id, &fast, Utc::now()).await.unwrap()
-    else {
-        panic!("the tier is priced now")
-    };
+    let estimate_usd = estimate().await;
     assert!((estimate_usd - 0.8).abs() < 1e-9, "twice the standard 40 cents: {estimate_usd}");
 }

@@ -127,7 +127,7 @@ async fn cache_reads_writes_and_reasoning_are_priced_and_rolled_up(pool: PgPool)
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
-async fn a_priority_call_costs_its_multiplier_and_without_one_is_unpriced(pool: PgPool) {
+async fn a_priority_call_costs_its_multiplier_and_without_one_the_standard_rate_never_nothing(pool: PgPool) {
     let store = common::store(&pool);
     let acme = common::tenant(&store, "acme").await;
     let mut price = ModelPrice { model: "gpt-p*".into(), input: 1.0, output: 2.0, ..Default::default() };
@@ -147,13 +147,14 @@ async fn a_priority_call_costs_its_multiplier_and_without_one_is_unpriced(pool: 
             .fetch_all(&pool)
             .await
             .unwrap();
-    assert_eq!(costs, [(false, Some(2.0)), (true, None), (true, Some(5.0))], "x2.5 once the tier has a price");
+    let expected = [(false, Some(2.0)), (true, Some(2.0)), (true, Some(5.0))];
+    assert_eq!(costs, expected, "counted against caps either way; x2.5 once the tier has a price");
     let stored = store.tenancy().turn_model_calls(acme.id, turn).await.unwrap();
     assert_eq!(stored[1].usage, fast.usage, "the ledger keeps the tier");
 
     let today = Utc::now().date_naive();
     let lines = store.admin().usage_rollup(acme.id, today, today, RollupGroup::Model).await.unwrap();
-    assert!((lines[0].usage.cost_usd - 7.0).abs() < 1e-9, "{}", lines[0].usage.cost_usd);
+    assert!((lines[0].usage.cost_usd - 9.0).abs() < 1e-9, "{}", lines[0].usage.cost_usd);
     for wrong in [0.5, f64::NAN, 1_000.0] {
         price.priority_multiplier = Some(wrong);
         assert!(store.tenancy().set_model_price(&price).await.is_err(), "{wrong} is refused");
