@@ -12,55 +12,48 @@ use crate::cli::{print, print_lines};
 #[derive(Subcommand)]
 pub enum PriceCmd {
     /// Set a model's price; `--model` is a model id, or a prefix ending in '*' (gpt-4o*).
-    Set {
-        #[arg(long)]
-        model: String,
-        /// Input tokens, USD per million (a media model with a unit price may leave it out: 0).
-        #[arg(long)]
-        input: Option<f64>,
-        /// Output tokens, USD per million (as `--input`).
-        #[arg(long)]
-        output: Option<f64>,
-        /// Cache reads (default: the input price).
-        #[arg(long)]
-        cached_input: Option<f64>,
-        /// Cache writes (default: the input price).
-        #[arg(long)]
-        cache_write: Option<f64>,
-        /// Image generation: USD per picture.
-        #[arg(long)]
-        per_image: Option<f64>,
-        /// Text to speech: USD per million characters spoken.
-        #[arg(long)]
-        per_mchar: Option<f64>,
-        /// Speech to text: USD per minute of audio.
-        #[arg(long)]
-        per_audio_minute: Option<f64>,
-        /// What a call on the provider's priority tier (`/fast`) costs over the token prices
-        /// (OpenAI's priority about 2, Anthropic's fast mode up to 6); unset: such calls are
-        /// unpriced, and refused under a hard spending cap.
-        #[arg(long)]
-        priority_multiplier: Option<f64>,
-    },
+    Set(PriceArgs),
     /// List the prices.
     List,
 }
 
+/// `hermesctl price set`'s flags.
+#[derive(clap::Args)]
+pub struct PriceArgs {
+    #[arg(long)]
+    model: String,
+    /// Input tokens, USD per million (a media model with a unit price may leave it out: 0).
+    #[arg(long)]
+    input: Option<f64>,
+    /// Output tokens, USD per million (as `--input`).
+    #[arg(long)]
+    output: Option<f64>,
+    /// Cache reads (default: the input price).
+    #[arg(long)]
+    cached_input: Option<f64>,
+    /// Cache writes (default: the input price).
+    #[arg(long)]
+    cache_write: Option<f64>,
+    /// Image generation: USD per picture.
+    #[arg(long)]
+    per_image: Option<f64>,
+    /// Text to speech: USD per million characters spoken.
+    #[arg(long)]
+    per_mchar: Option<f64>,
+    /// Speech to text: USD per minute of audio.
+    #[arg(long)]
+    per_audio_minute: Option<f64>,
+    /// What a call on the provider's priority tier (`/fast`) costs over the token prices
+    /// (OpenAI's priority about 2, Anthropic's fast mode up to 6); unset: the standard prices.
+    #[arg(long)]
+    priority_multiplier: Option<f64>,
+}
+
 pub async fn run_price(json_mode: bool, store: &Store, cmd: PriceCmd) -> anyhow::Result<()> {
     match cmd {
-        PriceCmd::Set {
-            model,
-            input,
-            output,
-            cached_input,
-            cache_write,
-            per_image,
-            per_mchar,
-            per_audio_minute,
-            priority_multiplier,
-        } => {
-            let media = per_image.is_some() || per_mchar.is_some() || per_audio_minute.is_some();
-            let (input, output) = match (input, output) {
+        PriceCmd::Set(args) => {
+            let media = args.per_image.is_some() || args.per_mchar.is_some() || args.per_audio_minute.is_some();
+            let (input, output) = match (args.input, args.output) {
                 (Some(input), Some(output)) => (input, output),
                 (input, output) if media => (input.unwrap_or(0.0), output.unwrap_or(0.0)),
                 _ => anyhow::bail!(
@@ -69,15 +62,15 @@ pub async fn run_price(json_mode: bool, store: &Store, cmd: PriceCmd) -> anyhow:
                 ),
             };
             let price = ModelPrice {
-                model,
+                model: args.model,
                 input,
                 output,
-                cached_input,
-                cache_write,
-                per_image,
-                per_mchar,
-                per_audio_minute,
-                priority_multiplier,
+                cached_input: args.cached_input,
+                cache_write: args.cache_write,
+                per_image: args.per_image,
+                per_mchar: args.per_mchar,
+                per_audio_minute: args.per_audio_minute,
+                priority_multiplier: args.priority_multiplier,
             };
             store.tenancy().set_model_price(&price).await?;
             print(json_mode, json!(price), format!("{}: {}", price.model, describe(&price)));
