@@ -385,7 +385,11 @@ impl TestEnv {
 
     /// [`spawn_hermesd`](Self::spawn_hermesd) with more `HERMES__...` settings.
     pub fn spawn_hermesd_with(&self, roles: &[&str], worker_id: &str, settings: &[(&str, String)]) -> Child {
-        self.spawn_build(env!("CARGO_BIN_EXE_hermesd").as_ref(), roles, worker_id, settings)
+        // Settings this build has and the previous release lacks (it refuses unknown ones, so
+        // `spawn_build` of another build must not be given them).
+        let mut all = vec![("HERMES__LLM__SESSION_TITLES", self.config.llm.session_titles.to_string())];
+        all.extend(settings.iter().cloned());
+        self.spawn_build(env!("CARGO_BIN_EXE_hermesd").as_ref(), roles, worker_id, &all)
     }
 
     /// [`spawn_hermesd_with`](Self::spawn_hermesd_with) of another build's `hermesd` (an
@@ -411,7 +415,6 @@ impl TestEnv {
             .env("HERMES__SANDBOX__DOCKER__IPC_DIR", &c.sandbox.docker.ipc_dir)
             .env("HERMES__SANDBOX__PREWARM", c.sandbox.prewarm.to_string())
             .env("HERMES__LEARNING__REVIEW_ENABLED", c.learning.review_enabled.to_string())
-            .env("HERMES__LLM__SESSION_TITLES", c.llm.session_titles.to_string())
             .env("HERMES__WORKER__ID", worker_id)
             .env("HERMES__WORKER__LEASE_SECONDS", c.worker.lease_seconds.to_string())
             .env("HERMES__WORKER__HEARTBEAT_MILLIS", c.worker.heartbeat_millis.to_string())
