@@ -422,7 +422,8 @@ impl TestEnv {
             .env("HERMES__LLM__RETRY_BASE_MILLIS", c.llm.retry_base_millis.to_string())
             .env("HERMES__OPS__BIND", "")
             .env("HERMES__TELEMETRY__LOG_FORMAT", "json")
-            .stdout(Stdio::null())
+            // Their logs (JSON, on stdout) only when asked: `HERMES_TEST_CHILD_LOGS=1`.
+            .stdout(if std::env::var_os("HERMES_TEST_CHILD_LOGS").is_some() { Stdio::inherit() } else { Stdio::null() })
             .stderr(Stdio::inherit());
         for (key, value) in settings {
             cmd.env(key, value);

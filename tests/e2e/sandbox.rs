@@ -409,6 +409,23 @@ impl Fixture for LocalFixture {
         let workspace = self.sandboxes.as_ref().unwrap().workspace_dir(key);
         let status = std::process::Command::new("pkill").arg("-9").arg("-f").arg(workspace).status().unwrap();
         assert!(status.success(), "the sandbox was running");
+        // sandboxd dies a moment after bwrap (`--die-with-parent`): until its socket refuses,
+        // a command could still reach it and break halfway.
+        // This fixture's socket directories hold only the sandbox of the test at hand.
+        let answering = || {
+            std::fs::read_dir(&self.config.local.ipc_dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|dir| std::os::unix::net::UnixStream::connect(dir.path().join("sandboxd.sock")).is_ok())
+        };
+        for _ in 0..200 {
+            if !answering() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("the sandbox still answers 5 s after it was killed");
     }
 }
 

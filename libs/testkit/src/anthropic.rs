@@ -71,10 +71,7 @@ pub(crate) async fn messages(
     Json(body): Json<Value>,
 ) -> Response {
     let api_key = headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    if let Ok(mut r) = shared.requests.lock() {
-        r.push(RecordedRequest { body: body.clone(), authorization: None, api_key });
-    }
-    shared.arrived.notify_waiters();
+    shared.record(RecordedRequest { body: body.clone(), authorization: None, api_key });
     if let Some(message) = unsigned_thinking(&body, &shared) {
         let error = json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
         return (StatusCode::BAD_REQUEST, Json(error)).into_response();

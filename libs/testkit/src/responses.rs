@@ -99,10 +99,7 @@ pub(crate) async fn responses(
     Json(body): Json<Value>,
 ) -> Response {
     let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    if let Ok(mut r) = shared.requests.lock() {
-        r.push(RecordedRequest { body: body.clone(), authorization, api_key: None });
-    }
-    shared.arrived.notify_waiters();
+    shared.record(RecordedRequest { body: body.clone(), authorization, api_key: None });
     if let Some(message) = unverifiable_reasoning(&body, &shared) {
         let error = json!({"error": {"type": "invalid_request_error", "code": "invalid_encrypted_content", "message": message}});
         return (StatusCode::BAD_REQUEST, Json(error)).into_response();

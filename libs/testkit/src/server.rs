@@ -65,6 +65,19 @@ pub(crate) struct Shared {
     pub(crate) signatures: Mutex<std::collections::HashMap<String, String>>,
 }
 
+impl Shared {
+    /// Keeps `request` for `requests()` (unless a load test turned that off) and wakes those
+    /// waiting for one: every scripted route records through here.
+    pub(crate) fn record(&self, request: RecordedRequest) {
+        if !self.forget_requests.load(std::sync::atomic::Ordering::Relaxed)
+            && let Ok(mut r) = self.requests.lock()
+        {
+            r.push(request);
+        }
+        self.arrived.notify_waiters();
+    }
+}
+
 /// A running scripted model server; stops when dropped.
 pub struct ScriptedLlm {
     served: Served,
@@ -200,12 +213,7 @@ pub(crate) fn estimate_tokens(text: &str) -> u64 {
 
 async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    if !shared.forget_requests.load(std::sync::atomic::Ordering::Relaxed)
-        && let Ok(mut r) = shared.requests.lock()
-    {
-        r.push(RecordedRequest { body: body.clone(), authorization, api_key: None });
-    }
-    shared.arrived.notify_waiters();
+    shared.record(RecordedRequest { body: body.clone(), authorization, api_key: None });
     let scripted = shared.script.lock().ok().and_then(|mut s| s.pop_front());
     let default_latency = shared.default_latency.lock().map(|l| *l).unwrap_or_default();
     let reply = scripted.unwrap_or_else(|| default_reply(&body, default_latency));

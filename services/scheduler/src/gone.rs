@@ -3,9 +3,11 @@
 //! The second look gives a worker whose lock's connection dropped (a Postgres restart) time to
 //! take it again; a worker judged gone wrongly loses its turns to fencing, never to a second
 //! writer. After the reaper's own database calls fail (a restart, a failover: every presence
-//! lock went with the old server's connections), nobody is judged gone for
-//! [`SETTLE_AFTER_TROUBLE`], while the workers take their locks again on the server now in use;
-//! a real death then waits for its lease, as before presence.
+//! lock went with the old server's connections), or when the server answering is another one
+//! than on the last pass (a failover or restart the reaper's calls waited through without an
+//! error), nobody is judged gone for [`SETTLE_AFTER_TROUBLE`], while the workers take their
+//! locks again on the server now in use; a real death then waits for its lease, as before
+//! presence.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -23,6 +25,8 @@ pub struct GoneWorkers {
     suspected: HashSet<String>,
     /// No judging before this: the database was in trouble.
     quiet_until: Option<Instant>,
+    /// The server the last pass asked.
+    server: Option<String>,
 }
 
 impl GoneWorkers {
@@ -32,13 +36,30 @@ impl GoneWorkers {
         self.quiet_until = Some(Instant::now() + SETTLE_AFTER_TROUBLE);
     }
 
+    /// Whether `server` answered the last pass too; if not, the database was in trouble.
+    fn same_server(&mut self, server: String) -> bool {
+        let moved = self.server.as_ref().is_some_and(|last| *last != server);
+        self.server = Some(server);
+        if moved {
+            tracing::warn!(
+                "the database server changed; judging no worker gone while they take their presence locks again"
+            );
+            self.database_trouble();
+        }
+        !moved
+    }
+
     /// One pass: hands on the running turns of workers found gone on this pass and the last
     /// (their session locks released, their work published); returns how many.
     pub async fn pass(&mut self, ctx: &SchedulerContext) -> Result<usize, StoreError> {
         if self.quiet_until.is_some_and(|until| Instant::now() < until) {
             return Ok(0);
         }
-        let gone: HashSet<String> = ctx.store.system().gone_workers().await?.into_iter().collect();
+        let scan = ctx.store.system().gone_workers().await?;
+        if !self.same_server(scan.server) {
+            return Ok(0);
+        }
+        let gone: HashSet<String> = scan.workers.into_iter().collect();
         let confirmed: Vec<String> = gone.intersection(&self.suspected).cloned().collect();
         self.suspected = gone;
         if confirmed.is_empty() {
@@ -58,5 +79,24 @@ impl GoneWorkers {
         metrics::counter!("hermes_reaper_orphans_total").increment(turns.len() as u64);
         crate::republish(ctx, &turns).await;
         Ok(turns.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_server_answering_quiets_the_judging_as_a_failed_call_does() {
+        let mut gone = GoneWorkers::default();
+        assert!(gone.same_server("10.0.0.1 5432 2026-12-07 03:00:00+00".into()), "the first look");
+        gone.suspected.insert("worker-a/1".into());
+        assert!(gone.same_server("10.0.0.1 5432 2026-12-07 03:00:00+00".into()));
+        assert!(gone.quiet_until.is_none());
+        // The standby was promoted: every presence lock went with the old primary.
+        assert!(!gone.same_server("10.0.0.2 5432 2026-12-01 09:00:00+00".into()));
+        assert!(gone.suspected.is_empty(), "suspicions from the old server are dropped");
+        assert!(gone.quiet_until.is_some_and(|until| until > Instant::now() + SETTLE_AFTER_TROUBLE / 2));
+        assert!(gone.same_server("10.0.0.2 5432 2026-12-01 09:00:00+00".into()), "the new one, from then on");
     }
 }

@@ -87,7 +87,7 @@ pub mod webhooks;
 
 pub use gauges::{Backlog, WorkerAtWork};
 pub use outbox::OutboxItem;
-pub use presence::{OrphanedTurn, Presence};
+pub use presence::{GoneScan, OrphanedTurn, Presence};
 pub use turns::StrandedTurn;
 
 use sqlx::FromRow;

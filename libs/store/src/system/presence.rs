@@ -60,21 +60,23 @@ impl Presence {
 
 impl System<'_> {
     /// The lease prefixes of workers that hold running turns whose leases have not run out,
-    /// yet whose presence lock is free: gone, or not holding one.
-    pub async fn gone_workers(self) -> Result<Vec<String>> {
+    /// yet whose presence lock is free (gone, or not holding one), and the server that said so.
+    pub async fn gone_workers(self) -> Result<GoneScan> {
         // A lease owner is `{worker}/{incarnation}/{claim}`: the lock is keyed by its prefix.
         // Owners of builds before presence (`{worker}/{claim}`, mid rolling upgrade) hold no
-        // lock and are judged by their lease alone.
-        Ok(sqlx::query_scalar(
-            "SELECT prefix FROM (
+        // lock and are judged by their lease alone. The server is named by its address and
+        // start: a promoted standby or a restarted primary is another one.
+        Ok(sqlx::query_as(
+            "SELECT concat_ws(' ', inet_server_addr(), inet_server_port(), pg_postmaster_start_time()) AS server,
+                    COALESCE(array_agg(prefix ORDER BY prefix), '{}') AS workers
+             FROM (
                 SELECT DISTINCT regexp_replace(lease_owner, '/[^/]*$', '') AS prefix FROM turns
                 WHERE status = 'running' AND lease_expires_at >= now() AND lease_owner LIKE '%/%/%'
              ) holders
-             WHERE pg_try_advisory_xact_lock($1, hashtext(prefix))
-             ORDER BY prefix",
+             WHERE pg_try_advisory_xact_lock($1, hashtext(prefix))",
         )
         .bind(PRESENCE_CLASS)
-        .fetch_all(self.system_pool())
+        .fetch_one(self.system_pool())
         .await?)
     }
 
@@ -101,6 +103,16 @@ impl System<'_> {
         .fetch_all(self.system_pool())
         .await?)
     }
+}
+
+/// What one look for gone workers found.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct GoneScan {
+    /// The database server that was asked. Presence locks live on one server: when this
+    /// changes (a failover, a restart), every lock went with the old one.
+    pub server: String,
+    /// Lease prefixes of the workers whose presence lock was free.
+    pub workers: Vec<String>,
 }
 
 /// A running turn whose worker is gone, with the owner that held it (its session lock in

@@ -17,7 +17,7 @@ async fn running_under(store: &Store, name: &str, owner: &str) -> (Tenant, i64) 
 }
 
 async fn gone(store: &Store) -> Vec<String> {
-    store.system().gone_workers().await.unwrap()
+    store.system().gone_workers().await.unwrap().workers
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
@@ -29,6 +29,11 @@ async fn a_gone_workers_turns_are_handed_on_before_their_lease_runs_out_and_a_pr
     let dead = store.hold_presence("w-dead/bbbb").await.unwrap().expect("a free presence lock is taken");
     assert!(store.hold_presence("w-alive/aaaa").await.unwrap().is_none(), "one holder per worker");
     assert_eq!(gone(&store).await, Vec::<String>::new(), "both workers are present");
+    // The reaper tells servers apart (a failover or restart drops every lock): the same one
+    // is named the same on every look, whichever connection asked.
+    let (first, second) = (store.system().gone_workers().await.unwrap(), store.system().gone_workers().await.unwrap());
+    assert!(first.server.split(' ').count() >= 2, "address or port, and start: {}", first.server);
+    assert_eq!(first.server, second.server);
 
     // The process dies: its connection closes and Postgres drops the lock.
     drop(dead);
