@@ -55,8 +55,12 @@ async fn upstream_clients_manage_cron_through_api_jobs_unchanged() {
     assert_eq!(listed["jobs"], json!([]), "paused jobs are hidden by default");
     let (_, all) = call(&env, &key, "get", "/api/jobs?include_disabled=true", None).await;
     assert_eq!(all["jobs"].as_array().unwrap().len(), 1);
-    let (s, nothing) = call(&env, &key, "patch", &path, Some(json!({"workdir": "/tmp"}))).await;
+    let (s, nothing) = call(&env, &key, "patch", &path, Some(json!({}))).await;
     assert_eq!((s, nothing["error"].as_str()), (400, Some("No valid fields to update")));
+    // A field upstream's update does not take is refused by name, never dropped.
+    let (s, refused) = call(&env, &key, "patch", &path, Some(json!({"name": "Brief", "workdir": "/tmp"}))).await;
+    assert_eq!(s, 400, "{refused}");
+    assert!(refused["error"].as_str().is_some_and(|e| e.contains("workdir")), "{refused}");
 
     for action in ["resume", "pause", "resume", "run"] {
         let (s, done) = call(&env, &key, "post", &format!("{path}/{action}"), None).await;

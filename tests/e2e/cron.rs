@@ -34,6 +34,7 @@ pub(crate) fn job(agent: hermes_core::AgentId, name: &str) -> NewJob {
         },
         deliver: "local".into(),
         origin: None,
+        script: Default::default(),
     }
 }
 

@@ -29,6 +29,7 @@ mod crash;
 mod cron;
 mod cron_limits;
 mod cron_replicas;
+mod cron_scripts;
 mod cross_tenant;
 mod delegation;
 mod derived;

@@ -25,6 +25,8 @@ vocabulary! {
         TurnRetriesExhausted = "turn_retries_exhausted",
         InactivityTimeout = "inactivity_timeout",
         TurnTimeout = "turn_timeout",
+        /// A cron job's script failed (an exit code, a timeout, a path outside the scripts folder).
+        ScriptFailed = "script_failed",
         // What the model provider answered (see `hermes_llm::ErrorClass`).
         /// The tenant's spending cap (or a provider's quota error, as OpenAI names it).
         InsufficientQuota = "insufficient_quota",

@@ -9,7 +9,7 @@ use hermes_core::outbox::DeliveryTarget;
 use hermes_core::{AgentId, ErrorCode, JobState, TenantId};
 use hermes_store::Store;
 use hermes_store::admin::{Audit, Change};
-use hermes_store::cron::{Job, NewJob};
+use hermes_store::cron::{Job, JobScript, NewJob};
 use hermes_wire::v1::CreateJob;
 
 use crate::{OpsError, Result};
@@ -21,13 +21,33 @@ fn refused(code: ErrorCode, message: impl Into<String>) -> OpsError {
     OpsError::Refused { code, message: message.into() }
 }
 
-/// The job `c` asks for `agent`, checked: a prompt that is not an injection attempt, a time
-/// zone and a schedule that can be read, known toolsets, delivery targets that exist.
+/// Jobs a run may take the latest output of.
+const MAX_CONTEXT_FROM: usize = 10;
+
+/// The job `c` asks for `agent`, checked: a prompt that is not an injection attempt (none
+/// needed when the script is the job), a time zone and a schedule that can be read, known
+/// toolsets, delivery targets that exist, a script in the scripts folder, jobs to take context
+/// from that are the agent's.
 async fn checked(store: &Store, (tenant, agent): (TenantId, AgentId), c: CreateJob) -> Result<NewJob> {
     let prompt = c.prompt.trim().to_owned();
-    if prompt.is_empty() {
+    let script = c.script.as_deref().map(hermes_core::cron::script_path).transpose();
+    let script = script.map_err(|e| OpsError::invalid("script", e))?;
+    if c.no_agent && script.is_none() {
+        let why = "no_agent needs a script: with no agent and no script there is nothing for the job to run";
+        return Err(OpsError::invalid("no_agent", why));
+    }
+    if prompt.is_empty() && !c.no_agent {
         return Err(refused(ErrorCode::InvalidValue, "give the job a prompt"));
     }
+    let workdir = c.workdir.as_deref().map(hermes_core::cron::workdir).transpose();
+    let workdir = workdir.map_err(|e| OpsError::invalid("workdir", e))?;
+    if c.context_from.len() > MAX_CONTEXT_FROM {
+        return Err(OpsError::invalid("context_from", format!("name at most {MAX_CONTEXT_FROM} jobs")));
+    }
+    let context_from = match store.automation().job_ids(tenant, agent, &c.context_from).await {
+        Err(hermes_store::StoreError::Invalid(why)) => return Err(OpsError::invalid("context_from", why)),
+        found => found?,
+    };
     if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
         let why = format!("the prompt looks like an injection or exfiltration attempt ({})", finding.reason);
         return Err(refused(ErrorCode::PromptRefused, why));
@@ -45,7 +65,8 @@ async fn checked(store: &Store, (tenant, agent): (TenantId, AgentId), c: CreateJ
     }
     let deliver = c.deliver.unwrap_or_else(|| DEFAULT_DELIVERY.into());
     DeliveryTarget::list(&deliver).map_err(|e| refused(ErrorCode::InvalidValue, e.to_string()))?;
-    let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
+    let label = if prompt.is_empty() { script.clone().unwrap_or_default() } else { prompt.clone() };
+    let name = c.name.unwrap_or_else(|| label.chars().take(50).collect());
     Ok(NewJob {
         agent_id: agent,
         name: name.trim().to_owned(),
@@ -56,6 +77,7 @@ async fn checked(store: &Store, (tenant, agent): (TenantId, AgentId), c: CreateJ
         timing: (&timing).into(),
         deliver,
         origin: None,
+        script: JobScript { script, no_agent: c.no_agent, context_from, workdir },
     })
 }
 

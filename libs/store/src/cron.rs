@@ -4,7 +4,7 @@
 //! `hermes-schedule` inside the claiming transaction.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 pub use hermes_core::cron::JobTiming;
 use hermes_core::outbox::Destination;
@@ -28,6 +28,17 @@ pub struct NewJob {
     pub timing: JobTiming,
     pub deliver: String,
     pub origin: Option<Destination>,
+    pub script: JobScript,
+}
+
+/// What a job runs before (or instead of) its agent: upstream's `script`, `no_agent`,
+/// `context_from` and `workdir` (see [`CronJob`]). The default: none of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobScript {
+    pub script: Option<String>,
+    pub no_agent: bool,
+    pub context_from: Vec<JobId>,
+    pub workdir: Option<String>,
 }
 
 /// Changes to a job (`None`: unchanged); a new timing schedules it again.
@@ -83,14 +94,30 @@ pub struct ClaimedRun {
 }
 
 /// What a job sets for its runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct RunSettings {
+    #[sqlx(try_from = "crate::rows::Id")]
+    pub job_id: JobId,
+    pub job_name: String,
     /// Another model than the agent's.
     pub model: Option<String>,
     /// Only these of the agent's toolsets.
     pub toolsets: Option<Vec<String>>,
     /// Fired by a webhook (its run reads a stranger's event).
     pub fired: bool,
+    /// Runs in the sandbox first (see [`CronJob::script`]).
+    pub script: Option<String>,
+    /// The script is the run: no model.
+    pub no_agent: bool,
+    pub context_from: Vec<uuid::Uuid>,
+    pub workdir: Option<String>,
+}
+
+/// The latest output of a job a run takes as context (`context_from`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct JobOutput {
+    pub name: String,
+    pub output: String,
 }
 
 /// A run that ended (its turn finished, or it was declared unknown).
@@ -147,6 +174,24 @@ impl Automation<'_> {
         }
     }
 
+    /// The ids of `agent`'s jobs `references` name (ids or names), each once, in order;
+    /// `Invalid` naming the first reference that names none.
+    pub async fn job_ids(self, tenant: TenantId, agent: AgentId, references: &[String]) -> Result<Vec<JobId>> {
+        let mut ids = Vec::new();
+        for reference in references.iter().map(|r| r.trim()).filter(|r| !r.is_empty()) {
+            let job = match self.find_job(tenant, Some(agent), reference).await {
+                Err(StoreError::NotFound) => {
+                    return Err(StoreError::Invalid(format!("the agent has no job {reference:?}")));
+                }
+                found => found?,
+            };
+            if !ids.contains(&job.id) {
+                ids.push(job.id);
+            }
+        }
+        Ok(ids)
+    }
+
     /// Changes a job; a new timing restarts its schedule (and its repeat count).
     pub async fn update_job(self, tenant: TenantId, id: JobId, changes: &JobChanges) -> Result<Job> {
         let t = changes.timing.as_ref();
@@ -184,18 +229,40 @@ impl Automation<'_> {
     /// What the job whose run `turn` is sets for its runs, if `turn` is a cron run.
     pub async fn cron_run_settings(self, tenant: TenantId, turn: TurnId) -> Result<Option<RunSettings>> {
         let row = sqlx::query(
-            "SELECT j.model, j.toolsets, r.context IS NOT NULL AS fired FROM cron_runs r
-             JOIN cron_jobs j ON j.id = r.job_id
+            "SELECT j.id AS job_id, j.name AS job_name, j.model, j.toolsets, r.context IS NOT NULL AS fired,
+                    j.script, j.no_agent, j.context_from, j.workdir
+             FROM cron_runs r JOIN cron_jobs j ON j.id = r.job_id
              WHERE r.tenant_id = $1 AND r.turn_id = $2",
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
-        row.map(|r| {
-            Ok(RunSettings { model: r.try_get("model")?, toolsets: r.try_get("toolsets")?, fired: r.try_get("fired")? })
-        })
-        .transpose()
+        row.as_ref().map(crate::rows::read::<RunSettings>).transpose()
+    }
+
+    /// The latest output of each of `jobs` that has one (of a completed run, neither empty nor
+    /// silent), in the order given, each cut to `max_chars`; a job removed since, or another
+    /// tenant's, is left out.
+    pub async fn latest_outputs(self, tenant: TenantId, jobs: &[JobId], max_chars: i32) -> Result<Vec<JobOutput>> {
+        let jobs: Vec<uuid::Uuid> = jobs.iter().map(|j| j.as_uuid()).collect();
+        Ok(sqlx::query_as(
+            "SELECT j.name, left(o.output, $3) AS output
+             FROM unnest($2::uuid[]) WITH ORDINALITY AS wanted(id, n)
+             JOIN cron_jobs j ON j.tenant_id = $1 AND j.id = wanted.id
+             CROSS JOIN LATERAL (
+                SELECT r.output FROM cron_runs r
+                WHERE r.tenant_id = $1 AND r.job_id = j.id AND r.status = 'completed' AND r.output <> ''
+                  AND r.output NOT LIKE '[SILENT]%'
+                ORDER BY r.finished_at DESC NULLS LAST LIMIT 1
+             ) o
+             ORDER BY wanted.n",
+        )
+        .bind(tenant.as_uuid())
+        .bind(&jobs)
+        .bind(max_chars)
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
+        .await?)
     }
 
     /// The chat a turn answers (its `reply_to`), where jobs made in it deliver.
@@ -244,8 +311,10 @@ tenant_writes! {
 async fn create_job_on(conn: &mut PgConnection, tenant: TenantId, new: &NewJob) -> Result<Job> {
     let row = sqlx::query(
         "INSERT INTO cron_jobs (id, tenant_id, agent_id, name, prompt, skills, model, schedule, schedule_kind,
-                                schedule_display, timezone, repeat_times, next_run_at, deliver, origin, toolsets)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *",
+                                schedule_display, timezone, repeat_times, next_run_at, deliver, origin, toolsets,
+                                script, no_agent, context_from, workdir)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+         RETURNING *",
     )
     .bind(JobId::new().as_uuid())
     .bind(tenant.as_uuid())
@@ -263,6 +332,10 @@ async fn create_job_on(conn: &mut PgConnection, tenant: TenantId, new: &NewJob) 
     .bind(&new.deliver)
     .bind(new.origin.as_ref().map(sqlx::types::Json))
     .bind(&new.toolsets)
+    .bind(new.script.script.as_deref())
+    .bind(new.script.no_agent)
+    .bind(new.script.context_from.iter().map(|j| j.as_uuid()).collect::<Vec<_>>())
+    .bind(new.script.workdir.as_deref())
     .fetch_one(conn)
     .await
     .map_err(|e| match &e {

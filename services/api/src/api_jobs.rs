@@ -58,8 +58,8 @@ fn upstream(job: &Job) -> UpstreamCronJob {
         model: job.model.clone(),
         provider: None,
         base_url: None,
-        script: None,
-        no_agent: false,
+        script: job.script.clone(),
+        no_agent: job.no_agent,
         schedule: UpstreamSchedule {
             kind: job.schedule_kind.clone(),
             expr: job.schedule.clone(),
@@ -81,7 +81,8 @@ fn upstream(job: &Job) -> UpstreamCronJob {
         deliver: job.deliver.clone(),
         origin: job.origin.clone(),
         enabled_toolsets: job.toolsets.clone(),
-        workdir: None,
+        context_from: job.context_from.iter().copied().map(hermes_core::JobId::from).collect(),
+        workdir: job.workdir.clone(),
         agent_id: job.agent_id,
     }
 }
@@ -111,52 +112,147 @@ pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller, Qu
     }
 }
 
-/// Upstream's create body (unknown fields are ignored, as upstream does).
+/// Upstream's create body: every field of upstream's job, with upstream's meaning (`model` is
+/// the runs' model). A field it does not know is refused, never dropped.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct UpstreamJob {
     name: Option<String>,
     schedule: Option<String>,
-    #[serde(default)]
-    prompt: String,
+    prompt: Option<String>,
     deliver: Option<String>,
     skills: Option<Vec<String>>,
     skill: Option<String>,
     repeat: Option<i64>,
+    /// The runs' model, on the agent's provider (upstream's per-job override).
+    model: Option<String>,
+    /// Upstream's per-job provider: only `null` (a job runs on its agent's provider).
+    provider: Option<String>,
+    /// Upstream's per-job endpoint: only `null`, as `provider`.
+    base_url: Option<String>,
+    /// A script in the agent's scripts folder (`/workspace/.hermes/scripts/`), run first.
+    script: Option<String>,
+    /// The script is the job: its output is delivered verbatim, no model call.
+    no_agent: Option<bool>,
+    /// A job id (or name), or a list of them: their latest output goes above the prompt.
+    #[schema(value_type = Option<Vec<String>>)]
+    context_from: Option<OneOrMany>,
+    enabled_toolsets: Option<Vec<String>>,
+    /// Where the script starts, in the workspace.
+    workdir: Option<String>,
+    enabled: Option<bool>,
     /// Which agent runs it (by name): an addition of ours; default the key's agent or the
     /// tenant's only agent.
-    model: Option<String>,
+    agent: Option<String>,
+}
+
+/// Upstream's PATCH body: the fields upstream lets an update change. Any other is refused.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpstreamJobPatch {
+    name: Option<String>,
+    schedule: Option<String>,
+    prompt: Option<String>,
+    deliver: Option<String>,
+    skills: Option<Vec<String>>,
+    skill: Option<String>,
+    repeat: Option<i64>,
     enabled: Option<bool>,
 }
 
-impl UpstreamJob {
-    fn skills(&self) -> Option<Vec<String>> {
-        match (&self.skills, &self.skill) {
-            (Some(list), _) => Some(list.clone()),
-            (None, Some(one)) => Some(vec![one.clone()]),
-            (None, None) => None,
+/// A string or a list of strings (upstream's `context_from`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            Self::One(one) => vec![one],
+            Self::Many(many) => many,
         }
     }
+}
 
-    /// Upstream's checks, with upstream's words.
-    fn check(&self, creating: bool) -> Result<(), Refusal> {
-        let bad = |m: String| Err(error(StatusCode::BAD_REQUEST, m));
-        let name = self.name.as_deref().map(str::trim).unwrap_or("");
-        if creating && name.is_empty() {
-            return bad("Name is required".into());
+/// `skills`, else `skill` as a list of one.
+fn skill_list(skills: &Option<Vec<String>>, skill: &Option<String>) -> Option<Vec<String>> {
+    match (skills, skill) {
+        (Some(list), _) => Some(list.clone()),
+        (None, Some(one)) => Some(vec![one.clone()]),
+        (None, None) => None,
+    }
+}
+
+/// Upstream's checks, with upstream's words.
+fn check(
+    name: Option<&str>,
+    schedule: Option<&str>,
+    prompt: &str,
+    repeat: Option<i64>,
+    creating: bool,
+) -> Result<(), Refusal> {
+    let bad = |m: String| Err(error(StatusCode::BAD_REQUEST, m));
+    let name = name.map(str::trim).unwrap_or("");
+    if creating && name.is_empty() {
+        return bad("Name is required".into());
+    }
+    if name.chars().count() > MAX_NAME {
+        return bad(format!("Name must be ≤ {MAX_NAME} characters"));
+    }
+    if creating && schedule.map(str::trim).unwrap_or("").is_empty() {
+        return bad("Schedule is required".into());
+    }
+    if prompt.chars().count() > MAX_PROMPT {
+        return bad(format!("Prompt must be ≤ {MAX_PROMPT} characters"));
+    }
+    if repeat.is_some_and(|r| r < 1) {
+        return bad("Repeat must be a positive integer".into());
+    }
+    Ok(())
+}
+
+impl UpstreamJob {
+    /// The job to create, as `/v1/cron/jobs` takes it.
+    fn into_create(self) -> Result<CreateJob, Refusal> {
+        let prompt = self.prompt.unwrap_or_default();
+        check(self.name.as_deref(), self.schedule.as_deref(), &prompt, self.repeat, true)?;
+        for (field, given) in [("provider", &self.provider), ("base_url", &self.base_url)] {
+            if given.as_deref().is_some_and(|v| !v.trim().is_empty()) {
+                let why = format!(
+                    "{field} cannot be set per job here: a job runs on its agent's provider (set `model` to pick another of its models)"
+                );
+                return Err(error(StatusCode::BAD_REQUEST, why));
+            }
         }
-        if name.chars().count() > MAX_NAME {
-            return bad(format!("Name must be ≤ {MAX_NAME} characters"));
+        let skills = skill_list(&self.skills, &self.skill).unwrap_or_default();
+        let no_agent = self.no_agent.unwrap_or(false);
+        if prompt.trim().is_empty() && skills.is_empty() && !no_agent {
+            return Err(error(StatusCode::BAD_REQUEST, "A prompt or a skill is required"));
         }
-        if creating && self.schedule.as_deref().map(str::trim).unwrap_or("").is_empty() {
-            return bad("Schedule is required".into());
-        }
-        if self.prompt.chars().count() > MAX_PROMPT {
-            return bad(format!("Prompt must be ≤ {MAX_PROMPT} characters"));
-        }
-        if self.repeat.is_some_and(|r| r < 1) {
-            return bad("Repeat must be a positive integer".into());
-        }
-        Ok(())
+        let prompt = if prompt.trim().is_empty() && !skills.is_empty() {
+            format!("Run the skill {}.", skills.join(", "))
+        } else {
+            prompt
+        };
+        Ok(CreateJob {
+            prompt,
+            schedule: self.schedule.unwrap_or_default(),
+            name: self.name.map(|n| n.trim().to_owned()),
+            model: self.agent,
+            timezone: None,
+            repeat: self.repeat.and_then(|r| i32::try_from(r).ok()),
+            deliver: Some(self.deliver.unwrap_or_else(|| "local".into())),
+            skills,
+            run_model: self.model,
+            enabled_toolsets: self.enabled_toolsets,
+            script: self.script,
+            no_agent,
+            context_from: self.context_from.map(OneOrMany::into_vec).unwrap_or_default(),
+            workdir: self.workdir,
+        })
     }
 }
 
@@ -168,28 +264,21 @@ pub(crate) async fn create(State(state): State<AppState>, Caller(auth): Caller, 
         Ok(b) => b,
         Err(e) => return from_api(e).into_response(),
     };
-    if let Err(refused) = b.check(true) {
-        return refused.into_response();
-    }
-    if b.prompt.trim().is_empty() && b.skills().unwrap_or_default().is_empty() {
-        return error(StatusCode::BAD_REQUEST, "A prompt or a skill is required").into_response();
-    }
-    let skills = b.skills().unwrap_or_default();
-    let create = CreateJob {
-        prompt: if b.prompt.trim().is_empty() { format!("Run the skill {}.", skills.join(", ")) } else { b.prompt },
-        schedule: b.schedule.unwrap_or_default(),
-        name: b.name.map(|n| n.trim().to_owned()),
-        model: b.model,
-        timezone: None,
-        repeat: b.repeat.and_then(|r| i32::try_from(r).ok()),
-        deliver: Some(b.deliver.unwrap_or_else(|| "local".into())),
-        skills,
-        run_model: None,
-        enabled_toolsets: None,
+    let disabled = b.enabled == Some(false);
+    let create = match b.into_create() {
+        Ok(create) => create,
+        Err(refused) => return refused.into_response(),
     };
-    match create_job(&state, &auth, create).await {
+    let job = match create_job(&state, &auth, create).await {
+        Ok(job) => job,
+        Err(e) => return from_api(e.error()).into_response(),
+    };
+    if !disabled {
+        return one(&job);
+    }
+    match set_state(&state, &auth, &job, Move::Pause("disabled through /api/jobs")).await {
         Ok(job) => one(&job),
-        Err(e) => from_api(e.error()).into_response(),
+        Err(refused) => refused.into_response(),
     }
 }
 
@@ -206,14 +295,14 @@ pub(crate) async fn get(State(state): State<AppState>, Caller(auth): Caller, Pat
     }
 }
 
-#[utoipa::path(patch, path = "/api/jobs/{id}", tag = "upstream cron", params(JobIdPath), request_body = UpstreamJob,
+#[utoipa::path(patch, path = "/api/jobs/{id}", tag = "upstream cron", params(JobIdPath), request_body = UpstreamJobPatch,
     responses((status = 200, description = "`{\"job\": {...}}`", body = UpstreamJobBody), (status = 400, description = "No valid fields, or a bad value", body = UpstreamError),
         (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-    body: Body<UpstreamJob>,
+    body: Body<UpstreamJobPatch>,
 ) -> Response {
     let job = match found(&state, &auth, &id).await {
         Ok(job) => job,
@@ -223,7 +312,8 @@ pub(crate) async fn update(
         Ok(b) => b,
         Err(e) => return from_api(e).into_response(),
     };
-    if let Err(refused) = b.check(false) {
+    let prompt = b.prompt.as_deref().unwrap_or_default();
+    if let Err(refused) = check(b.name.as_deref(), b.schedule.as_deref(), prompt, b.repeat, false) {
         return refused.into_response();
     }
     match change(&state, &auth, job, b).await {
@@ -234,12 +324,12 @@ pub(crate) async fn update(
 
 /// Applies an upstream PATCH: the allowed fields only (name, schedule, prompt, deliver,
 /// skills, skill, repeat, enabled).
-async fn change(state: &AppState, auth: &hermes_store::KeyAuth, job: Job, b: UpstreamJob) -> Result<Job, Refusal> {
+async fn change(state: &AppState, auth: &hermes_store::KeyAuth, job: Job, b: UpstreamJobPatch) -> Result<Job, Refusal> {
     let bad = |m: String| error(StatusCode::BAD_REQUEST, m);
     let mut changes = JobChanges {
         name: b.name.as_deref().map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned),
-        prompt: Some(b.prompt.trim().to_owned()).filter(|p| !p.is_empty()),
-        skills: b.skills(),
+        prompt: b.prompt.as_deref().map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned),
+        skills: skill_list(&b.skills, &b.skill),
         deliver: b.deliver.clone(),
         timing: None,
     };

@@ -195,6 +195,7 @@ impl Gateway {
             timing: (&timing).into(),
             deliver: deliver.unwrap_or_else(|| "origin".into()),
             origin: Some(destination(channel, msg)),
+            script: Default::default(),
         };
         match self.store.automation().create_job(tenant, &new).await {
             Ok(job) => Ok(format!(

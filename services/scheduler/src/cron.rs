@@ -197,6 +197,10 @@ mod tests {
             deliver: "local".into(),
             origin: None,
             toolsets: None,
+            script: None,
+            no_agent: false,
+            context_from: Vec::new(),
+            workdir: None,
             created_at: next,
         };
         #[expect(clippy::disallowed_methods, reason = "test fixture")]

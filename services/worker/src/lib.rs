@@ -8,6 +8,7 @@ mod attachments;
 mod background;
 mod budget;
 mod commands;
+mod cron_script;
 mod egress;
 mod events;
 mod every;

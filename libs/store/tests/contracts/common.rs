@@ -203,6 +203,7 @@ pub fn job(t: &Tenant, name: &str, next_run_at: chrono::DateTime<chrono::Utc>) -
         },
         deliver: "local".into(),
         origin: None,
+        script: Default::default(),
     }
 }
 

@@ -19,6 +19,7 @@ mod agent_settings;
 mod backlog;
 mod claim_once;
 mod common;
+mod cron_context;
 mod egress_authority;
 mod enqueue;
 mod fairness;

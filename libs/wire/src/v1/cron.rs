@@ -47,6 +47,9 @@ pub struct UpstreamCronJob {
     #[schema(value_type = Option<Object>)]
     pub origin: Option<Destination>,
     pub enabled_toolsets: Option<Vec<String>>,
+    /// Ids of the jobs whose latest output goes above the prompt.
+    #[schema(value_type = Vec<String>)]
+    pub context_from: Vec<hermes_core::JobId>,
     pub workdir: Option<String>,
     #[schema(value_type = String, format = "uuid")]
     pub agent_id: AgentId,

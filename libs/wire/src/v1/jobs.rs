@@ -50,6 +50,16 @@ pub struct CronJob {
     pub origin: Option<Destination>,
     /// Only these of the agent's toolsets in the runs; `null`: all of the agent's.
     pub toolsets: Option<Vec<String>>,
+    /// A script in the agent's scripts folder (`/workspace/.hermes/scripts/`), run in its
+    /// sandbox before each run: its output goes above the prompt.
+    pub script: Option<String>,
+    /// The script is the job: its output is delivered as it is, with no model call.
+    pub no_agent: bool,
+    /// Jobs of the same agent whose latest output goes above the prompt.
+    #[schema(value_type = Vec<String>)]
+    pub context_from: Vec<uuid::Uuid>,
+    /// Where the script starts, in the workspace (default: the scripts folder).
+    pub workdir: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -98,4 +108,16 @@ pub struct CreateJob {
     pub run_model: Option<String>,
     /// Only these of the agent's toolsets in the runs (upstream's `enabled_toolsets`).
     pub enabled_toolsets: Option<Vec<String>>,
+    /// A script in the agent's scripts folder (a path relative to `/workspace/.hermes/scripts/`;
+    /// `.sh` and `.bash` run with bash, anything else with python3), run before each run.
+    pub script: Option<String>,
+    /// The script is the job: its output is delivered verbatim (empty: nothing is sent; a
+    /// failure: an alert), with no model call. Needs `script`.
+    #[serde(default)]
+    pub no_agent: bool,
+    /// Jobs of the same agent (ids or names) whose latest output goes above the prompt.
+    #[serde(default)]
+    pub context_from: Vec<String>,
+    /// Where the script starts: a folder of the workspace (`/workspace/...` or relative to it).
+    pub workdir: Option<String>,
 }

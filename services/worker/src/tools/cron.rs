@@ -7,7 +7,7 @@
 use hermes_core::ToolsetName;
 use serde_json::{Value, json};
 
-use hermes_store::cron::{Job, JobChanges, NewJob};
+use hermes_store::cron::{Job, JobChanges, JobScript, NewJob};
 use hermes_store::{Store, StoreError};
 use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, object_schema};
 
@@ -88,7 +88,12 @@ impl CronjobTool {
     }
 
     async fn create(&self, ctx: &ToolCtx, args: &Value) -> Result<Value, ToolError> {
-        let prompt = text(args, "prompt").ok_or_else(|| refuse("`prompt` is required: what the job should do"))?;
+        let script = self.script(ctx, args).await?;
+        let prompt = match text(args, "prompt") {
+            Some(prompt) => prompt,
+            None if script.no_agent => String::new(),
+            None => return Err(refuse("`prompt` is required: what the job should do")),
+        };
         let schedule = text(args, "schedule")
             .ok_or_else(|| refuse("`schedule` is required (every 2h, 0 8 * * *, 30m, a time)"))?;
         scanned(&prompt)?;
@@ -96,9 +101,10 @@ impl CronjobTool {
         let timing = self.timing(ctx, &schedule, repeat).await?;
         let default_deliver = if self.origin.is_some() { "origin" } else { "local" };
         let deliver = checked_deliver(text(args, "deliver"))?.unwrap_or_else(|| default_deliver.into());
+        let label = script.script.clone().filter(|_| prompt.is_empty()).unwrap_or_else(|| prompt.clone());
         let new = NewJob {
             agent_id: ctx.agent_id,
-            name: text(args, "name").unwrap_or_else(|| prompt.chars().take(50).collect()),
+            name: text(args, "name").unwrap_or_else(|| label.chars().take(50).collect()),
             prompt,
             skills: skills(args).unwrap_or_default(),
             // Upstream passes `{provider, model}`; the job's runs use the agent's provider.
@@ -110,9 +116,37 @@ impl CronjobTool {
             timing: (&timing).into(),
             deliver,
             origin: self.origin.clone(),
+            script,
         };
         let job = self.store.automation().create_job(ctx.tenant_id, &new).await.map_err(storage)?;
         Ok(json!({ "success": true, "job": summary(&job) }))
+    }
+
+    /// The job's script settings, checked as the API checks them; the jobs it takes context
+    /// from must be ones this session reaches (a chat's job never reads another chat's).
+    async fn script(&self, ctx: &ToolCtx, args: &Value) -> Result<JobScript, ToolError> {
+        let script = text(args, "script").map(|s| hermes_core::cron::script_path(&s)).transpose().map_err(refuse)?;
+        let no_agent = args.get("no_agent").and_then(Value::as_bool).unwrap_or(false);
+        if no_agent && script.is_none() {
+            return Err(refuse("no_agent needs a script: write one in /workspace/.hermes/scripts/ first"));
+        }
+        let workdir = text(args, "workdir").map(|w| hermes_core::cron::workdir(&w)).transpose().map_err(refuse)?;
+        let references: Vec<String> = match args.get("context_from") {
+            Some(Value::String(one)) => vec![one.clone()],
+            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            _ => Vec::new(),
+        };
+        let mut context_from = Vec::new();
+        for reference in references.iter().map(|r| r.trim()).filter(|r| !r.is_empty()).take(10) {
+            let found = self.store.automation().find_job(ctx.tenant_id, Some(ctx.agent_id), reference).await;
+            let job = found.ok().filter(|job| self.reaches(job));
+            let job =
+                job.ok_or_else(|| refuse(format!("context_from: no job {reference:?} (action=list shows them)")))?;
+            if !context_from.contains(&job.id) {
+                context_from.push(job.id);
+            }
+        }
+        Ok(JobScript { script, no_agent, context_from, workdir })
     }
 
     async fn change(&self, ctx: &ToolCtx, action: CronAction, args: &Value) -> Result<Value, ToolError> {
@@ -195,7 +229,11 @@ impl SimpleTool for CronjobTool {
                 "skills": { "type": "array", "items": { "type": "string" } },
                 "model": { "type": "string", "description": "Another model for the runs (create; on your provider)." },
                 "enabled_toolsets": { "type": "array", "items": { "type": "string" },
-                                      "description": "Only these of your toolsets in the runs (create)." }
+                                      "description": "Only these of your toolsets in the runs (create)." },
+                "script": { "type": "string", "description": "A script you wrote in /workspace/.hermes/scripts/ (its path there), run before each run (create): what it prints goes above the prompt; a last line {\"wakeAgent\": false} or no output skips the run. .sh/.bash run with bash, others with python3." },
+                "no_agent": { "type": "boolean", "description": "The script is the job (create): what it prints is delivered as it is, nothing when it prints nothing, no model call. For watchdogs and alerts whose message the script fully decides." },
+                "context_from": { "type": "array", "items": { "type": "string" }, "description": "Jobs (ids or names) whose latest output goes above the prompt (create)." },
+                "workdir": { "type": "string", "description": "Where the script starts, in /workspace (create)." }
             }),
             &["action"],
         )

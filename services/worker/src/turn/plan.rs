@@ -16,6 +16,7 @@ use hermes_tools::{ApprovalMode, Interactive, Judge, Resolution, ToolCtx, ToolRe
 use super::outcome::failed;
 use super::setup::{self, Origin};
 use crate::Runtime;
+use crate::cron_script::Prelude;
 use crate::models::{Models, TurnModel};
 use crate::tools::registry::{TurnTools, registry};
 
@@ -133,10 +134,25 @@ pub(super) async fn plan(
         skill_versions,
         limits: audience,
     } = *inputs?;
-    let goal_may_apply = goal_active || crate::goals::goal_in(&input.text()).is_some();
     let origin = Origin::of(turn.session_source);
+    let job = match origin {
+        Origin::Cron => rt.ctx.store.automation().cron_run_settings(tenant, turn.turn_id).await?,
+        _ => None,
+    };
+    let mut input = input;
+    // A resumed run stored its input, context included, when it first started.
+    if let Some(job) = &job
+        && !stored.iter().any(|m| m.turn_id == Some(turn.turn_id))
+    {
+        match crate::cron_script::prelude(rt, tenant, turn, job).await? {
+            Prelude::Ends(outcome) => return Ok(Planned::Answered(outcome)),
+            Prelude::Agent(Some(above)) => input = crate::cron_script::above_prompt(&above, &input),
+            Prelude::Agent(None) => {}
+        }
+    }
+    let goal_may_apply = goal_active || crate::goals::goal_in(&input.text()).is_some();
     let mcp_servers = rt.ctx.store.agents().mcp_servers(tenant, turn.agent_id).await?;
-    let (agent, loads_skills) = planner.agent(agent, (origin, &audience), &mcp_servers).await?;
+    let (agent, loads_skills) = planner.agent(agent, (origin, &audience), &mcp_servers, job.as_ref()).await?;
     let models = planner.models(&agent, meter, pools, capped)?;
     let model = models.main();
     let child_usage = ChildUsage::default();
@@ -242,14 +258,15 @@ impl Planner<'_> {
         mut agent: Agent,
         (origin, audience): (Origin, &hermes_core::audience::ToolsetLimits),
         mcp_servers: &[hermes_store::StoredMcpServer],
+        job: Option<&hermes_store::cron::RunSettings>,
     ) -> Result<(Agent, bool), PlanError> {
         // Configured MCP servers are the `mcp` toolset: a cron job's toolset list and the
         // unattended rules may take it away like any other.
         if mcp_servers.iter().any(|s| s.enabled) && !ToolsetName::Mcp.enabled_in(&agent.toolsets) {
             agent.toolsets.push(ToolsetName::Mcp.as_str().to_owned());
         }
-        if origin == Origin::Cron {
-            setup::apply_job_settings(&self.rt.ctx.store, self.tenant, self.turn.turn_id, &mut agent).await?;
+        if let Some(job) = job {
+            setup::apply_job_settings(job, &mut agent);
         }
         // What the conversation's commands and then the API request asked of the model, over
         // the agent's own settings, within its limits as they are now.

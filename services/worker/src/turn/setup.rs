@@ -6,9 +6,9 @@ use std::sync::Arc;
 use hermes_agent::context_files::ContextFile;
 use hermes_agent::memory::{self, Document};
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
-use hermes_core::{ChatMessage, Content, ContentPart, Role, SessionSource, TenantId, ToolsetName, TurnId};
+use hermes_core::{ChatMessage, Content, ContentPart, Role, SessionSource, TenantId, ToolsetName};
 use hermes_sandbox::SandboxKey;
-use hermes_store::{Agent, ClaimedTurn, MemorySnapshot, Store, StoreError};
+use hermes_store::{Agent, ClaimedTurn, MemorySnapshot, StoreError};
 use hermes_tools::ToolRegistry;
 
 use crate::Runtime;
@@ -181,22 +181,14 @@ impl Origin {
 /// A cron run takes its job's model (on the agent's provider) and keeps only the job's
 /// toolsets of the agent's, when the job sets them; a run a webhook fired reads a stranger's
 /// event, so it keeps only the webhook toolsets, as a webhook's own turn does.
-pub(crate) async fn apply_job_settings(
-    store: &Store,
-    tenant: TenantId,
-    turn: TurnId,
-    agent: &mut Agent,
-) -> Result<(), StoreError> {
-    if let Some(settings) = store.automation().cron_run_settings(tenant, turn).await? {
-        if let Some(model) = settings.model {
-            agent.model = model;
-        }
-        if let Some(only) = settings.toolsets {
-            agent.toolsets.retain(|t| only.contains(t));
-        }
-        if settings.fired {
-            agent.toolsets.retain(|t| among(t, WEBHOOK_TOOLSETS));
-        }
+pub(crate) fn apply_job_settings(settings: &hermes_store::cron::RunSettings, agent: &mut Agent) {
+    if let Some(model) = &settings.model {
+        agent.model = model.clone();
     }
-    Ok(())
+    if let Some(only) = &settings.toolsets {
+        agent.toolsets.retain(|t| only.contains(t));
+    }
+    if settings.fired {
+        agent.toolsets.retain(|t| among(t, WEBHOOK_TOOLSETS));
+    }
 }

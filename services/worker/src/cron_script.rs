@@ -1,0 +1,281 @@
+//! What a cron run does before (or instead of) its agent, as upstream's scheduler does: the
+//! job's `script` runs in the agent's sandbox (from the scripts folder only, in a clean
+//! environment, for at most [`SCRIPT_TIMEOUT`]); a `no_agent` job's answer is the script's
+//! output as it is (empty: nothing is sent; a failure: an alert), with no model call; a script
+//! whose last line is `{"wakeAgent": false}`, or that prints nothing, skips the agent; what it
+//! prints, and the latest output of the jobs in `context_from`, go above the prompt.
+//!
+//! A worker killed while the script runs takes the script with it (the sandbox ends a command
+//! whose stream closes); the next claim runs it again. The answer is delivered once, as every
+//! turn's is, through the outbox.
+
+use std::time::Duration;
+
+use hermes_core::cron::SCRIPTS_DIR;
+use hermes_core::{ErrorCode, FinishReason, JobId, TenantId, TurnOutcome, Usage};
+use hermes_sandbox::{ExecRequest, SandboxKey};
+use hermes_store::cron::RunSettings;
+use hermes_store::{ClaimedTurn, StoreError};
+
+use crate::Runtime;
+
+/// How long a job's script may run (upstream's default).
+pub(crate) const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
+/// At most this much of a script's output is delivered or shown to the model.
+const MAX_OUTPUT_CHARS: usize = 20_000;
+/// At most this much of another job's output goes above the prompt (upstream's 8 K).
+const MAX_CONTEXT_CHARS: i32 = 8_000;
+/// What a silent run answers (the gateway sends nothing for it).
+const SILENT: &str = "[SILENT]";
+
+/// How a cron run goes on after its prelude.
+pub(crate) enum Prelude {
+    /// The agent runs, with this text above the job's prompt (if any).
+    Agent(Option<String>),
+    /// The run ends with this answer; no model is called.
+    Ends(TurnOutcome),
+}
+
+/// What a script did.
+#[derive(Debug, PartialEq, Eq)]
+enum Ran {
+    /// It exited 0: what it printed on stdout.
+    Printed(String),
+    /// It failed (an exit code, a timeout, a path refused): why, with its stderr.
+    Failed(String),
+}
+
+/// Runs `job`'s script (if any) and gathers the context its run starts with.
+pub(crate) async fn prelude(
+    rt: &Runtime,
+    tenant: TenantId,
+    turn: &ClaimedTurn,
+    job: &RunSettings,
+) -> Result<Prelude, StoreError> {
+    let mut above = Vec::new();
+    if !job.context_from.is_empty() {
+        let jobs: Vec<JobId> = job.context_from.iter().copied().map(JobId::from).collect();
+        let outputs = rt.ctx.store.automation().latest_outputs(tenant, &jobs, MAX_CONTEXT_CHARS).await?;
+        for o in outputs {
+            above.push(format!(
+                "## Output from job '{}'\nThe following is the most recent output from a preceding cron job. \
+                 Use it as context for your analysis.\n\n```\n{}\n```",
+                o.name, o.output
+            ));
+        }
+    }
+    if let Some(script) = &job.script {
+        let key = SandboxKey { tenant, agent: turn.agent_id, workspace: turn.workspace() };
+        let ran = run(rt, key, script, job.workdir.as_deref()).await;
+        if job.no_agent {
+            return Ok(Prelude::Ends(script_answer(script, ran)));
+        }
+        match ran {
+            Ran::Printed(out) if out.trim().is_empty() || !wakes_agent(&out) => {
+                tracing::info!(job.id = %job.job_id, "the job's script asked not to wake the agent; a silent run");
+                return Ok(Prelude::Ends(answer(SILENT.into())));
+            }
+            Ran::Printed(out) => above.push(format!(
+                "## Script Output\nThe following data was collected by a pre-run script. Use it as context \
+                 for your analysis.\n\n```\n{out}\n```"
+            )),
+            Ran::Failed(why) => above.push(format!(
+                "## Script Error\nThe data-collection script failed. Report this to the user.\n\n```\n{why}\n```"
+            )),
+        }
+    }
+    Ok(Prelude::Agent((!above.is_empty()).then(|| above.join("\n\n"))))
+}
+
+/// The job's input with `above` before its prompt, after the `/skill` words it leads with (the
+/// worker expands those when the input is stored).
+pub(crate) fn above_prompt(above: &str, input: &hermes_core::ChatMessage) -> hermes_core::ChatMessage {
+    let text = input.text();
+    let mut skills = 0;
+    while text[skills..].starts_with('/') {
+        match text[skills..].find(' ') {
+            Some(space) => skills += space + 1,
+            None => break,
+        }
+    }
+    hermes_core::ChatMessage::user(format!("{}{above}\n\n{}", &text[..skills], &text[skills..]))
+}
+
+/// A `no_agent` run's answer: the script's output as it is, nothing when it printed nothing
+/// (or asked not to wake anyone), an alert when it failed.
+fn script_answer(script: &str, ran: Ran) -> TurnOutcome {
+    match ran {
+        Ran::Printed(out) if out.trim().is_empty() || !wakes_agent(&out) => answer(SILENT.into()),
+        Ran::Printed(out) => answer(out),
+        Ran::Failed(why) => TurnOutcome {
+            content: format!("⚠️ The job's script {script} failed.\n\n{why}"),
+            finish_reason: FinishReason::Error,
+            usage: Usage::default(),
+            error: Some(format!("the script {script} failed")),
+            error_code: Some(ErrorCode::ScriptFailed),
+            session_id: None,
+        },
+    }
+}
+
+fn answer(content: String) -> TurnOutcome {
+    TurnOutcome {
+        content,
+        finish_reason: FinishReason::Stop,
+        usage: Usage::default(),
+        error: None,
+        error_code: None,
+        session_id: None,
+    }
+}
+
+/// Upstream's gate: the last non-empty line, read as JSON, says `"wakeAgent": false`.
+fn wakes_agent(output: &str) -> bool {
+    let Some(last) = output.lines().rev().map(str::trim).find(|l| !l.is_empty()) else { return true };
+    match serde_json::from_str::<serde_json::Value>(last) {
+        Ok(serde_json::Value::Object(gate)) => gate.get("wakeAgent") != Some(&serde_json::Value::Bool(false)),
+        _ => true,
+    }
+}
+
+/// Runs `script` (a path the API checked, relative to the scripts folder) in `key`'s sandbox.
+async fn run(rt: &Runtime, key: SandboxKey, script: &str, workdir: Option<&str>) -> Ran {
+    // Checked again here: a job stored by an older build, or changed in the database.
+    let script = match hermes_core::cron::script_path(script) {
+        Ok(s) => s,
+        Err(why) => return Ran::Failed(format!("Blocked: {why}")),
+    };
+    // Tells the script's stdout from its exit code and stderr. A script that printed it could
+    // only garble its own result, which is its owner's anyway.
+    let marker = format!("\u{1e}hermes-script-{}\u{1e}", uuid::Uuid::now_v7().simple());
+    let request = ExecRequest {
+        command: command(&script, workdir, &marker),
+        workdir: None,
+        timeout: SCRIPT_TIMEOUT,
+        env: Default::default(),
+    };
+    match hermes_sandbox::exec(rt.ctx.sandboxes.as_ref(), key, request, &mut |_| {}).await {
+        Ok(out) if out.timed_out => {
+            Ran::Failed(format!("Script timed out after {} s: {script}", SCRIPT_TIMEOUT.as_secs()))
+        }
+        Ok(out) => read(&out.output, &marker),
+        Err(e) => Ran::Failed(format!("The sandbox could not run the script: {e}")),
+    }
+}
+
+/// The shell that runs `script`: resolved (symlinks too) inside the scripts folder, started in
+/// `workdir` (else the script's folder) with bash (`.sh`, `.bash`; sh in an image without
+/// bash) or python3, in an empty environment (no secret the sandbox holds reaches it), its
+/// stdout then `marker`, its exit code and stderr after. POSIX sh and tools a minimal image
+/// has too (busybox).
+fn command(script: &str, workdir: Option<&str>, marker: &str) -> String {
+    let path = quoted(&format!("{SCRIPTS_DIR}/{script}"));
+    let interpreter = if script.ends_with(".sh") || script.ends_with(".bash") {
+        "i=bash; command -v bash >/dev/null 2>&1 || i=sh"
+    } else {
+        "i=python3"
+    };
+    let cd = match workdir {
+        Some(dir) => {
+            format!("cd {} || {{ echo 'workdir {} not found' >&2; exit 126; }}", quoted(dir), dir.replace('\'', ""))
+        }
+        None => "cd \"$(dirname \"$real\")\"".to_owned(),
+    };
+    format!(
+        "real=$(readlink -f {path} 2>/dev/null); [ -e \"$real\" ] || {{ printf '%s1\\n' {m}; echo 'Script not found: {shown}'; exit 1; }}\n\
+         case \"$real\" in {dir}/*) ;; *) printf '%s1\\n' {m}; echo 'Blocked: the script resolves outside the scripts folder ({dir})'; exit 1;; esac\n\
+         [ -f \"$real\" ] || {{ printf '%s1\\n' {m}; echo 'Script path is not a file: {shown}'; exit 1; }}\n\
+         err=$(mktemp)\n\
+         {interpreter}\n\
+         ( {cd}; exec env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/workspace LANG=C.UTF-8 \"$i\" \"$real\" ) 2>\"$err\"\n\
+         code=$?\n\
+         printf '%s%s\\n' {m} \"$code\"\n\
+         cat \"$err\"; rm -f \"$err\"; exit \"$code\"",
+        m = quoted(marker),
+        shown = script.replace('\'', ""),
+        dir = SCRIPTS_DIR,
+    )
+}
+
+/// A script's result from what the shell of [`command`] printed.
+fn read(printed: &str, marker: &str) -> Ran {
+    let Some((stdout, rest)) = printed.rsplit_once(marker) else {
+        return Ran::Failed(format!("The script ended without an exit status:\n{}", cap(printed)));
+    };
+    let (code, stderr) = rest.split_once('\n').unwrap_or((rest, ""));
+    let stdout = stdout.trim();
+    match code.trim() {
+        "0" => Ran::Printed(cap(stdout)),
+        code => {
+            let mut why = format!("Script exited with code {code}");
+            for (name, text) in [("stderr", stderr.trim()), ("stdout", stdout)] {
+                if !text.is_empty() {
+                    why.push_str(&format!("\n{name}:\n{}", cap(text)));
+                }
+            }
+            Ran::Failed(why)
+        }
+    }
+}
+
+/// Output as a chat or the model may see it: no terminal escapes, secrets' shapes redacted,
+/// at most [`MAX_OUTPUT_CHARS`].
+fn cap(text: &str) -> String {
+    hermes_tools::text::for_model(text, MAX_OUTPUT_CHARS)
+}
+
+/// `text` as one single-quoted shell word.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_is_the_last_line_saying_wake_agent_false() {
+        assert!(!wakes_agent("checked 3 feeds\n{\"wakeAgent\": false}\n\n"));
+        assert!(wakes_agent("{\"wakeAgent\": true, \"context\": {\"new\": 2}}"));
+        assert!(wakes_agent("{\"wakeAgent\": false}\nbut then more"));
+        assert!(wakes_agent("[1, 2]"));
+        assert!(wakes_agent("{\"wakeAgent\": \"false\"}"), "only the boolean false skips");
+        assert!(wakes_agent(""));
+    }
+
+    #[test]
+    fn stdout_exit_code_and_stderr_are_told_apart() {
+        let m = "\u{1e}m\u{1e}";
+        assert_eq!(read(&format!("disk at 91%\n{m}0\n"), m), Ran::Printed("disk at 91%".into()));
+        let failed = read(&format!("half\n{m}3\nTraceback: boom\n"), m);
+        assert_eq!(failed, Ran::Failed("Script exited with code 3\nstderr:\nTraceback: boom\nstdout:\nhalf".into()));
+        assert!(matches!(read("killed before the end", m), Ran::Failed(why) if why.contains("without an exit status")));
+    }
+
+    #[test]
+    fn a_no_agent_answer_is_the_output_nothing_or_an_alert() {
+        assert_eq!(script_answer("w.sh", Ran::Printed("RAM 93%".into())).content, "RAM 93%");
+        assert_eq!(script_answer("w.sh", Ran::Printed("  ".into())).content, SILENT);
+        assert_eq!(script_answer("w.sh", Ran::Printed("{\"wakeAgent\": false}".into())).content, SILENT);
+        let alert = script_answer("w.sh", Ran::Failed("Script exited with code 2".into()));
+        assert_eq!((alert.finish_reason, alert.error_code), (FinishReason::Error, Some(ErrorCode::ScriptFailed)));
+        assert!(alert.content.contains("w.sh") && alert.content.contains("code 2"), "{}", alert.content);
+    }
+
+    #[test]
+    fn context_goes_after_the_skill_words_and_before_the_prompt() {
+        let input = hermes_core::ChatMessage::user("/arxiv /brief Summarise what is new.");
+        let text = above_prompt("## Script Output\nx", &input).text();
+        assert_eq!(text, "/arxiv /brief ## Script Output\nx\n\nSummarise what is new.");
+        assert_eq!(above_prompt("ctx", &hermes_core::ChatMessage::user("Check.")).text(), "ctx\n\nCheck.");
+    }
+
+    #[test]
+    fn the_script_path_is_one_quoted_word() {
+        let cmd = command("it's here.sh", Some("/workspace/a b"), "\u{1e}m\u{1e}");
+        assert!(cmd.contains("'/workspace/.hermes/scripts/it'\\''s here.sh'"), "{cmd}");
+        assert!(cmd.contains("cd '/workspace/a b'"), "{cmd}");
+        assert!(cmd.contains("env -i") && cmd.contains("i=bash;") && cmd.contains(" \"$i\" \"$real\""), "{cmd}");
+        assert!(command("x.py", None, "m").contains("i=python3\n"));
+    }
+}
