@@ -94,6 +94,14 @@ async fn script_jobs_deliver_a_watchdog_without_a_model_and_wake_the_agent_only_
     let blocked = &sent(&tg, 3).await[2].text;
     assert!(blocked.contains("outside the scripts folder") && !blocked.contains("ESCAPED"), "{blocked}");
 
+    // A job whose runs may not run programs does not run a script either.
+    let narrow = json!({"name": "narrow", "schedule": "every 5m", "script": "ram.sh", "no_agent": true,
+                        "enabled_toolsets": ["web"], "deliver": "telegram:42"});
+    let narrow = make(&env, &key, narrow).await;
+    run_now(&env, &key, &narrow).await;
+    let refused = &sent(&tg, 4).await[3].text;
+    assert!(refused.contains("may not run programs") && !refused.contains("RAM 93%"), "{refused}");
+
     // The gate keeps the agent asleep: a silent run, no model call.
     let gate = make(
         &env,
@@ -102,9 +110,9 @@ async fn script_jobs_deliver_a_watchdog_without_a_model_and_wake_the_agent_only_
     )
     .await;
     run_now(&env, &key, &gate).await;
-    env.wait_for_count("SELECT count(*) FROM cron_runs WHERE status IN ('completed', 'failed')", 4).await;
+    env.wait_for_count("SELECT count(*) FROM cron_runs WHERE status IN ('completed', 'failed')", 5).await;
     assert_eq!(env.llm.requests().len(), calls, "no model call for a script job that kept the agent asleep");
-    assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'failed'").await, 2, "broken and evil");
+    assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'failed'").await, 3, "broken, evil, narrow");
 
     // A script that wakes the agent feeds it, under the latest output of the jobs it names.
     env.llm.push(ScriptedReply::text("Feeds are fine."));
@@ -117,7 +125,7 @@ async fn script_jobs_deliver_a_watchdog_without_a_model_and_wake_the_agent_only_
     .await;
     assert_eq!(feeds["context_from"], json!([ram["id"]]), "kept by id: {feeds}");
     run_now(&env, &key, &feeds).await;
-    assert_eq!(sent(&tg, 4).await[3].text, "⏰ Cron job “feeds”\n\nFeeds are fine.");
+    assert_eq!(sent(&tg, 5).await[4].text, "⏰ Cron job “feeds”\n\nFeeds are fine.");
     let asked = env.llm.requests().last().unwrap().messages().last().unwrap()["content"].as_str().unwrap().to_owned();
     let order = [
         "## Output from job 'memory-watchdog'",
@@ -127,13 +135,16 @@ async fn script_jobs_deliver_a_watchdog_without_a_model_and_wake_the_agent_only_
     ];
     let at: Vec<usize> = order.iter().map(|s| asked.find(s).unwrap_or_else(|| panic!("{s:?} in {asked}"))).collect();
     assert!(at.is_sorted(), "context, then the script's output, then the prompt: {asked}");
-    // Nothing of the sandbox's environment reaches the script (only what a shell sets itself);
-    // it starts in its workdir.
+    // Of the sandbox's environment the script keeps only the way out through the egress proxy
+    // (and its certificates); the rest is what a shell sets itself. It starts in its workdir.
     let names = asked.split("env: ").nth(1).and_then(|rest| rest.lines().next()).unwrap_or_default();
-    let shell_own = ["HOME", "LANG", "PATH", "PWD", "OLDPWD", "SHLVL", "_"];
-    assert!(names.contains("HOME") && names.split(' ').all(|n| n.is_empty() || shell_own.contains(&n)), "{names}");
+    let proxy = hermes_sandbox::PROXY_ENV.map(|(name, _)| name);
+    let trust = hermes_sandbox::spec::TRUST_ENV.map(|(name, _)| name);
+    let shell_own = ["HOME", "LANG", "PATH", "TZ", "PWD", "OLDPWD", "SHLVL", "_"];
+    let kept = |n: &str| n.is_empty() || shell_own.contains(&n) || proxy.contains(&n) || trust.contains(&n);
+    assert!(names.contains("HTTPS_PROXY") && names.split(' ').all(kept), "{names}");
     assert!(asked.contains("cwd: /workspace\n"), "{asked}");
-    assert_eq!(tg.sent(TOKEN).len(), 4, "the gate's silent run sent nothing");
+    assert_eq!(tg.sent(TOKEN).len(), 5, "the gate's silent run sent nothing");
 
     // The agent sets a watchdog up itself, with its `cronjob` tool.
     env.set_toolsets(agent, &["terminal", "file", "cronjob"]).await;
@@ -146,7 +157,7 @@ async fn script_jobs_deliver_a_watchdog_without_a_model_and_wake_the_agent_only_
     assert_eq!((disk["job"]["script"].as_str(), disk["job"]["no_agent"].as_bool()), (Some("ram.sh"), Some(true)));
     let calls = env.llm.requests().len();
     run_now(&env, &key, &disk["job"]).await;
-    assert_eq!(sent(&tg, 5).await[4].text, "⏰ Cron job “disk”\n\nRAM 93% on the build box");
+    assert_eq!(sent(&tg, 6).await[5].text, "⏰ Cron job “disk”\n\nRAM 93% on the build box");
     assert_eq!(env.llm.requests().len(), calls);
     pod.stop_with(env).await;
 }
@@ -189,7 +200,7 @@ async fn a_worker_killed_while_the_script_runs_leaves_the_run_delivered_once() {
 #[tokio::test]
 async fn api_jobs_takes_upstreams_script_fields_and_refuses_what_it_cannot_honour() {
     let env = TestEnv::start_roles(Roles::API_ONLY).await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let (tenant, _, key) = env.tenant("acme", "helper").await;
     // Upstream's documented payloads, as its clients send them.
     let watchdog = json!({"name": "memory-watchdog", "schedule": "every 5m", "script": "memory-watchdog.sh",
                           "no_agent": true, "deliver": "local", "enabled": false});
@@ -233,5 +244,25 @@ async fn api_jobs_takes_upstreams_script_fields_and_refuses_what_it_cannot_honou
     let path = format!("/api/jobs/{}", made["id"].as_str().unwrap());
     let (status, refused) = call(&env, &key, "patch", &path, Some(json!({"script": "other.sh"}))).await;
     assert_eq!(status, 400, "PATCH takes upstream's update fields only, and says so: {refused}");
+
+    // A key kept to the web tools makes jobs kept to them: their runs cannot run its scripts.
+    let (web_key, web_only) = env.store.tenancy().create_api_key(tenant, None, "web only", None).await.unwrap();
+    env.store.tenancy().limit_api_key_toolsets(tenant, web_key.id, Some(&["web".to_owned()])).await.unwrap();
+    let body = json!({"name": "sneaky", "schedule": "every 1h", "script": "x.sh", "no_agent": true,
+                      "enabled_toolsets": ["terminal", "web"]});
+    let sneaky = make(&env, &web_only, body).await;
+    assert_eq!(sneaky["enabled_toolsets"], json!(["web"]), "{sneaky}");
+
+    // An agent with a workspace per person: a job's runs would not see anyone's scripts.
+    let private = env.agent(tenant, "private").await;
+    sqlx::query("UPDATE agents SET workspace = 'person' WHERE id = $1")
+        .bind(private.id.as_uuid())
+        .execute(&env.db)
+        .await
+        .unwrap();
+    let body = json!({"name": "x", "schedule": "every 1h", "script": "x.sh", "no_agent": true, "agent": "private"});
+    let (status, refused) = call(&env, &key, "post", "/api/jobs", Some(body)).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused["error"].as_str().is_some_and(|e| e.contains("one shared workspace")), "{refused}");
     env.stop().await;
 }

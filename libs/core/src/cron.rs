@@ -19,6 +19,9 @@ pub struct JobTiming {
 /// Where a job's scripts live in its sandbox (upstream's `~/.hermes/scripts/`). A job's
 /// `script` names a file in it; nothing outside it runs as a job's script.
 pub const SCRIPTS_DIR: &str = "/workspace/.hermes/scripts";
+/// Why a job cannot have a script when its agent has a workspace per person or conversation.
+pub const SCRIPTS_NEED_ONE_WORKSPACE: &str = "scripts need an agent with one shared workspace (workspace `agent`): \
+     with a workspace per person or per conversation, each job's runs have a sandbox of their own, without the scripts";
 /// The workspace as the sandbox shows it.
 const WORKSPACE: &str = "/workspace";
 

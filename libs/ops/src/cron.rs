@@ -6,7 +6,7 @@
 use chrono::Utc;
 
 use hermes_core::outbox::DeliveryTarget;
-use hermes_core::{AgentId, ErrorCode, JobState, TenantId};
+use hermes_core::{AgentId, ErrorCode, JobState, TenantId, WorkspaceScope};
 use hermes_store::Store;
 use hermes_store::admin::{Audit, Change};
 use hermes_store::cron::{Job, JobScript, NewJob};
@@ -35,6 +35,9 @@ async fn checked(store: &Store, (tenant, agent): (TenantId, AgentId), c: CreateJ
     if c.no_agent && script.is_none() {
         let why = "no_agent needs a script: with no agent and no script there is nothing for the job to run";
         return Err(OpsError::invalid("no_agent", why));
+    }
+    if script.is_some() && store.agents().agent(tenant, agent).await?.workspace != WorkspaceScope::Agent {
+        return Err(OpsError::invalid("script", hermes_core::cron::SCRIPTS_NEED_ONE_WORKSPACE));
     }
     if prompt.is_empty() && !c.no_agent {
         return Err(refused(ErrorCode::InvalidValue, "give the job a prompt"));

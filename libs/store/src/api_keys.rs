@@ -131,6 +131,17 @@ impl Tenancy<'_> {
         Ok(row.map(KeyAuth::from))
     }
 
+    /// The toolsets `key`'s turns are kept to (`None`: all of their agent's).
+    pub async fn api_key_toolsets(self, tenant: TenantId, key: ApiKeyId) -> Result<Option<Vec<String>>> {
+        let found: Option<Option<Vec<String>>> =
+            sqlx::query_scalar("SELECT toolsets FROM api_keys WHERE tenant_id = $1 AND id = $2")
+                .bind(tenant.as_uuid())
+                .bind(key.as_uuid())
+                .fetch_optional(&mut *self.as_tenant(tenant).await?)
+                .await?;
+        found.ok_or(StoreError::NotFound)
+    }
+
     /// `tenant`'s keys, newest first (revoked ones too, marked).
     pub async fn api_keys(self, tenant: TenantId) -> Result<Vec<ApiKey>> {
         Ok(sqlx::query_as::<_, ApiKey>(

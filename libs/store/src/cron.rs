@@ -241,19 +241,27 @@ impl Automation<'_> {
         row.as_ref().map(crate::rows::read::<RunSettings>).transpose()
     }
 
-    /// The latest output of each of `jobs` that has one (of a completed run, neither empty nor
-    /// silent), in the order given, each cut to `max_chars`; a job removed since, or another
-    /// tenant's, is left out.
-    pub async fn latest_outputs(self, tenant: TenantId, jobs: &[JobId], max_chars: i32) -> Result<Vec<JobOutput>> {
+    /// The latest output of each of `agent`'s `jobs` that has one (of a completed run that no
+    /// webhook fired, neither empty nor silent), in the order given, each cut to `max_chars`;
+    /// a job removed since, or another agent's or tenant's, is left out. A fired run's output
+    /// is left out because a stranger's event steered it, and the run reading it may have
+    /// every tool.
+    pub async fn latest_outputs(
+        self,
+        tenant: TenantId,
+        agent: AgentId,
+        jobs: &[JobId],
+        max_chars: i32,
+    ) -> Result<Vec<JobOutput>> {
         let jobs: Vec<uuid::Uuid> = jobs.iter().map(|j| j.as_uuid()).collect();
         Ok(sqlx::query_as(
             "SELECT j.name, left(o.output, $3) AS output
              FROM unnest($2::uuid[]) WITH ORDINALITY AS wanted(id, n)
-             JOIN cron_jobs j ON j.tenant_id = $1 AND j.id = wanted.id
+             JOIN cron_jobs j ON j.tenant_id = $1 AND j.id = wanted.id AND j.agent_id = $4
              CROSS JOIN LATERAL (
                 SELECT r.output FROM cron_runs r
                 WHERE r.tenant_id = $1 AND r.job_id = j.id AND r.status = 'completed' AND r.output <> ''
-                  AND r.output NOT LIKE '[SILENT]%'
+                  AND r.output NOT LIKE '[SILENT]%' AND r.context IS NULL
                 ORDER BY r.finished_at DESC NULLS LAST LIMIT 1
              ) o
              ORDER BY wanted.n",
@@ -261,6 +269,7 @@ impl Automation<'_> {
         .bind(tenant.as_uuid())
         .bind(&jobs)
         .bind(max_chars)
+        .bind(agent.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?)
     }

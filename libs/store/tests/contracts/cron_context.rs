@@ -30,9 +30,20 @@ async fn a_runs_context_is_its_own_tenants_jobs_latest_spoken_output(pool: PgPoo
         .unwrap();
     }
     let wanted = [job.id];
-    let seen = store.automation().latest_outputs(a.id, &wanted, 2).await.unwrap();
+    let seen = store.automation().latest_outputs(a.id, a.agent, &wanted, 2).await.unwrap();
     assert_eq!(seen, [JobOutput { name: "watch".into(), output: "ne".into() }], "the latest spoken, cut");
-    assert!(store.automation().latest_outputs(b.id, &wanted, 100).await.unwrap().is_empty(), "not another tenant's");
+    let theirs = store.automation().latest_outputs(b.id, b.agent, &wanted, 100).await.unwrap();
+    assert!(theirs.is_empty(), "not another tenant's");
+    let other_agent = store.agents().create_agent(a.id, common::new_agent("other"), None).await.unwrap().id;
+    let not_its = store.automation().latest_outputs(a.id, other_agent, &wanted, 100).await.unwrap();
+    assert!(not_its.is_empty(), "not another agent's");
+    // A run a webhook fired read a stranger's event: its output is nobody's context.
+    sqlx::query("UPDATE cron_runs SET context = 'a stranger''s event' WHERE output = 'new'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let seen = store.automation().latest_outputs(a.id, a.agent, &wanted, 100).await.unwrap();
+    assert_eq!(seen, [JobOutput { name: "watch".into(), output: "old".into() }]);
 
     let by_both = [" watch ".to_owned(), job.id.to_string(), String::new()];
     assert_eq!(store.automation().job_ids(a.id, a.agent, &by_both).await.unwrap(), [job.id], "each job once");

@@ -15,6 +15,9 @@ pub(crate) struct CronjobTool {
     pub store: Store,
     /// The chat this session talks to, where its jobs deliver by default.
     pub origin: Option<hermes_core::outbox::Destination>,
+    /// This turn's toolsets (after the chat's, the key's and the webhook's limits): the jobs
+    /// it makes get no more, so nobody schedules a run with tools they may not use.
+    pub ceiling: Vec<String>,
 }
 
 choices! {
@@ -109,10 +112,15 @@ impl CronjobTool {
             skills: skills(args).unwrap_or_default(),
             // Upstream passes `{provider, model}`; the job's runs use the agent's provider.
             model: args.get("model").and_then(|m| m.as_str().or_else(|| m["model"].as_str())).map(str::to_owned),
-            toolsets: args
-                .get("enabled_toolsets")
-                .and_then(Value::as_array)
-                .map(|list| list.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
+            toolsets: Some(match args.get("enabled_toolsets").and_then(Value::as_array) {
+                Some(list) => list
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter(|t| self.ceiling.iter().any(|c| c == t))
+                    .map(str::to_owned)
+                    .collect(),
+                None => self.ceiling.clone(),
+            }),
             timing: (&timing).into(),
             deliver,
             origin: self.origin.clone(),
@@ -126,18 +134,24 @@ impl CronjobTool {
     /// from must be ones this session reaches (a chat's job never reads another chat's).
     async fn script(&self, ctx: &ToolCtx, args: &Value) -> Result<JobScript, ToolError> {
         let script = text(args, "script").map(|s| hermes_core::cron::script_path(&s)).transpose().map_err(refuse)?;
+        if script.is_some() && ctx.workspace != hermes_core::Workspace::Shared {
+            return Err(refuse(hermes_core::cron::SCRIPTS_NEED_ONE_WORKSPACE));
+        }
         let no_agent = args.get("no_agent").and_then(Value::as_bool).unwrap_or(false);
         if no_agent && script.is_none() {
             return Err(refuse("no_agent needs a script: write one in /workspace/.hermes/scripts/ first"));
         }
         let workdir = text(args, "workdir").map(|w| hermes_core::cron::workdir(&w)).transpose().map_err(refuse)?;
-        let references: Vec<String> = match args.get("context_from") {
-            Some(Value::String(one)) => vec![one.clone()],
-            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
-            _ => Vec::new(),
+        let references: Vec<&str> = match args.get("context_from") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(one)) => vec![one.as_str()],
+            Some(Value::Array(many)) if many.len() <= 10 && many.iter().all(Value::is_string) => {
+                many.iter().filter_map(Value::as_str).collect()
+            }
+            Some(_) => return Err(refuse("context_from is a job's id or name, or a list of at most 10")),
         };
         let mut context_from = Vec::new();
-        for reference in references.iter().map(|r| r.trim()).filter(|r| !r.is_empty()).take(10) {
+        for reference in references.into_iter().map(str::trim).filter(|r| !r.is_empty()) {
             let found = self.store.automation().find_job(ctx.tenant_id, Some(ctx.agent_id), reference).await;
             let job = found.ok().filter(|job| self.reaches(job));
             let job =
@@ -172,6 +186,13 @@ impl CronjobTool {
                 None
             }
             CronAction::Create | CronAction::List | CronAction::Update => {
+                if let Some(field) =
+                    ["script", "no_agent", "context_from", "workdir"].iter().find(|f| args.get(**f).is_some())
+                {
+                    return Err(refuse(format!(
+                        "update cannot change `{field}` yet: remove the job and create it again with it"
+                    )));
+                }
                 let prompt = text(args, "prompt");
                 if let Some(p) = &prompt {
                     scanned(p)?;

@@ -143,7 +143,8 @@ async fn late(kit: &Toolkit, turn: TurnTools<'_>, tools: &mut ToolRegistry) -> R
     }
     if ToolsetName::Cronjob.enabled_in(&agent.toolsets) {
         let origin = kit.store.automation().turn_reply_to(turn.tenant, turn.turn).await?;
-        tools.register(Arc::new(crate::tools::cron::CronjobTool { store: kit.store.clone(), origin }));
+        let ceiling = agent.toolsets.clone();
+        tools.register(Arc::new(crate::tools::cron::CronjobTool { store: kit.store.clone(), origin, ceiling }));
     }
     Ok(())
 }

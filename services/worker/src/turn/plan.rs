@@ -139,20 +139,22 @@ pub(super) async fn plan(
         Origin::Cron => rt.ctx.store.automation().cron_run_settings(tenant, turn.turn_id).await?,
         _ => None,
     };
+    let mcp_servers = rt.ctx.store.agents().mcp_servers(tenant, turn.agent_id).await?;
+    let (agent, loads_skills) = planner.agent(agent, (origin, &audience), &mcp_servers, job.as_ref()).await?;
     let mut input = input;
-    // A resumed run stored its input, context included, when it first started.
+    // A resumed run stored its input, context included, when it first started. The script runs
+    // only where the run itself may run programs (the job's toolsets, a webhook's, the agent's).
     if let Some(job) = &job
         && !stored.iter().any(|m| m.turn_id == Some(turn.turn_id))
     {
-        match crate::cron_script::prelude(rt, tenant, turn, job).await? {
+        let may_run = ToolsetName::Terminal.enabled_in(&agent.toolsets);
+        match crate::cron_script::prelude(rt, tenant, turn, job, may_run).await? {
             Prelude::Ends(outcome) => return Ok(Planned::Answered(outcome)),
             Prelude::Agent(Some(above)) => input = crate::cron_script::above_prompt(&above, &input),
             Prelude::Agent(None) => {}
         }
     }
     let goal_may_apply = goal_active || crate::goals::goal_in(&input.text()).is_some();
-    let mcp_servers = rt.ctx.store.agents().mcp_servers(tenant, turn.agent_id).await?;
-    let (agent, loads_skills) = planner.agent(agent, (origin, &audience), &mcp_servers, job.as_ref()).await?;
     let models = planner.models(&agent, meter, pools, capped)?;
     let model = models.main();
     let child_usage = ChildUsage::default();
