@@ -19,6 +19,8 @@ pub struct JobTiming {
 /// Where a job's scripts live in its sandbox (upstream's `~/.hermes/scripts/`). A job's
 /// `script` names a file in it; nothing outside it runs as a job's script.
 pub const SCRIPTS_DIR: &str = "/workspace/.hermes/scripts";
+/// Jobs a run may take the latest output of (`context_from`; the schema holds it too).
+pub const MAX_CONTEXT_FROM: usize = 10;
 /// Why a job cannot have a script when its agent has a workspace per person or conversation.
 pub const SCRIPTS_NEED_ONE_WORKSPACE: &str = "scripts need an agent with one shared workspace (workspace `agent`): \
      with a workspace per person or per conversation, each job's runs have a sandbox of their own, without the scripts";

@@ -182,6 +182,15 @@ pub const TOOLSETS: &[Toolset] = &[
     },
 ];
 
+/// The toolsets `asked` (all when `None`) that `allowed` keeps: what a job made by someone
+/// kept to `allowed` runs with (a narrowed API key, a chat turn's limits).
+pub fn within(asked: Option<Vec<String>>, allowed: &[String]) -> Vec<String> {
+    match asked {
+        Some(asked) => asked.into_iter().filter(|t| allowed.contains(t)).collect(),
+        None => allowed.to_vec(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,9 +21,6 @@ fn refused(code: ErrorCode, message: impl Into<String>) -> OpsError {
     OpsError::Refused { code, message: message.into() }
 }
 
-/// Jobs a run may take the latest output of.
-const MAX_CONTEXT_FROM: usize = 10;
-
 /// The job `c` asks for `agent`, checked: a prompt that is not an injection attempt (none
 /// needed when the script is the job), a time zone and a schedule that can be read, known
 /// toolsets, delivery targets that exist, a script in the scripts folder, jobs to take context
@@ -44,8 +41,11 @@ async fn checked(store: &Store, (tenant, agent): (TenantId, AgentId), c: CreateJ
     }
     let workdir = c.workdir.as_deref().map(hermes_core::cron::workdir).transpose();
     let workdir = workdir.map_err(|e| OpsError::invalid("workdir", e))?;
-    if c.context_from.len() > MAX_CONTEXT_FROM {
-        return Err(OpsError::invalid("context_from", format!("name at most {MAX_CONTEXT_FROM} jobs")));
+    if c.context_from.len() > hermes_core::cron::MAX_CONTEXT_FROM {
+        return Err(OpsError::invalid(
+            "context_from",
+            format!("name at most {} jobs", hermes_core::cron::MAX_CONTEXT_FROM),
+        ));
     }
     let context_from = match store.automation().job_ids(tenant, agent, &c.context_from).await {
         Err(hermes_store::StoreError::Invalid(why)) => return Err(OpsError::invalid("context_from", why)),

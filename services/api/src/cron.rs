@@ -60,17 +60,9 @@ pub(crate) async fn create(
 pub(crate) async fn create_job(state: &AppState, auth: &KeyAuth, mut c: CreateJob) -> Result<Job> {
     let agent = resolve_agent(state, auth, c.model.as_deref()).await?;
     if let Some(allowed) = state.store.tenancy().api_key_toolsets(auth.tenant_id, auth.key_id).await? {
-        c.enabled_toolsets = Some(within(c.enabled_toolsets.take(), &allowed));
+        c.enabled_toolsets = Some(hermes_core::toolsets::within(c.enabled_toolsets.take(), &allowed));
     }
     Ok(ops::create(&state.store, key_audit(auth), (auth.tenant_id, agent.id), c).await?)
-}
-
-/// The toolsets `asked` (all when `None`) that `allowed` keeps.
-fn within(asked: Option<Vec<String>>, allowed: &[String]) -> Vec<String> {
-    match asked {
-        Some(asked) => asked.into_iter().filter(|t| allowed.contains(t)).collect(),
-        None => allowed.to_vec(),
-    }
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}", tag = "cron", params(JobPath),

@@ -7,6 +7,7 @@
 use hermes_core::ToolsetName;
 use serde_json::{Value, json};
 
+use hermes_core::cron::MAX_CONTEXT_FROM;
 use hermes_store::cron::{Job, JobChanges, JobScript, NewJob};
 use hermes_store::{Store, StoreError};
 use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, object_schema};
@@ -112,15 +113,7 @@ impl CronjobTool {
             skills: skills(args).unwrap_or_default(),
             // Upstream passes `{provider, model}`; the job's runs use the agent's provider.
             model: args.get("model").and_then(|m| m.as_str().or_else(|| m["model"].as_str())).map(str::to_owned),
-            toolsets: Some(match args.get("enabled_toolsets").and_then(Value::as_array) {
-                Some(list) => list
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .filter(|t| self.ceiling.iter().any(|c| c == t))
-                    .map(str::to_owned)
-                    .collect(),
-                None => self.ceiling.clone(),
-            }),
+            toolsets: Some(hermes_core::toolsets::within(asked_toolsets(args), &self.ceiling)),
             timing: (&timing).into(),
             deliver,
             origin: self.origin.clone(),
@@ -145,7 +138,7 @@ impl CronjobTool {
         let references: Vec<&str> = match args.get("context_from") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::String(one)) => vec![one.as_str()],
-            Some(Value::Array(many)) if many.len() <= 10 && many.iter().all(Value::is_string) => {
+            Some(Value::Array(many)) if many.len() <= MAX_CONTEXT_FROM && many.iter().all(Value::is_string) => {
                 many.iter().filter_map(Value::as_str).collect()
             }
             Some(_) => return Err(refuse("context_from is a job's id or name, or a list of at most 10")),
@@ -216,6 +209,11 @@ impl CronjobTool {
             None => Ok(json!({ "success": true, "removed": job.name })),
         }
     }
+}
+
+fn asked_toolsets(args: &Value) -> Option<Vec<String>> {
+    let list = args.get("enabled_toolsets").and_then(Value::as_array)?;
+    Some(list.iter().filter_map(Value::as_str).map(str::to_owned).collect())
 }
 
 fn skills(args: &Value) -> Option<Vec<String>> {
