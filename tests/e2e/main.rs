@@ -15,6 +15,7 @@ mod approval;
 mod architecture;
 mod attacks;
 mod audience;
+mod background;
 mod bad_input;
 mod browser;
 mod channels_api;

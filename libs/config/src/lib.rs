@@ -230,6 +230,9 @@ pub struct WorkerConfig {
     pub clarify_timeout_seconds: u64,
     /// Delegated children one tenant may run at once across all workers.
     pub max_children_per_tenant: u32,
+    /// The longest a background child (`delegate_task(background=true)`) may work, in
+    /// seconds, before it is stopped and reported as failed.
+    pub child_timeout_seconds: u64,
     /// An unattended run (cron, webhook) with no activity (tokens, tool calls) this long fails.
     pub unattended_inactivity_seconds: u64,
     /// Turns a standing goal (`/goal`) may take before it pauses.
@@ -255,6 +258,7 @@ impl Default for WorkerConfig {
             approval_timeout_seconds: 300,
             clarify_timeout_seconds: 600,
             max_children_per_tenant: 8,
+            child_timeout_seconds: 1_800,
             unattended_inactivity_seconds: 600,
             goal_max_turns: 20,
             tenant_share: 0.5,
@@ -469,6 +473,9 @@ impl HermesConfig {
         }
         if !(w.tenant_share > 0.0 && w.tenant_share <= 1.0) {
             return Err(ConfigError::Invalid("worker.tenant_share must be above 0 and at most 1".into()));
+        }
+        if w.child_timeout_seconds < 10 {
+            return Err(ConfigError::Invalid("worker.child_timeout_seconds must be at least 10".into()));
         }
         if !(1..=3).contains(&w.delegation_max_depth) {
             return Err(ConfigError::Invalid("worker.delegation_max_depth must be 1, 2 or 3".into()));

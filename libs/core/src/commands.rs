@@ -7,6 +7,8 @@
 pub enum ChatCommand {
     New,
     Stop,
+    Agents,
+    Background,
     Retry,
     Undo,
     Steer,
@@ -122,9 +124,13 @@ use ChatCommand as C;
 use RunsIn::{GatewayWhenBare, Worker};
 
 /// Every command, in the menu's order (`/help` names them in the same order).
-pub static COMMANDS: [CommandSpec; 29] = [
+pub static COMMANDS: [CommandSpec; 31] = [
     spec(C::New, "new", "Start a fresh conversation").aliases(&["reset"]).help("/new starts a fresh conversation"),
     spec(C::Stop, "stop", "Stop what I'm doing").help("/stop stops my current work"),
+    spec(C::Agents, "agents", "My background tasks at work").aliases(&["tasks"]),
+    spec(C::Background, "background", "Ask in a separate conversation, answered when done: /background text")
+        .aliases(&["bg", "btw"])
+        .runs_in(GatewayWhenBare),
     spec(C::Retry, "retry", "Ask your last message again").help("/retry asks again"),
     spec(C::Undo, "undo", "Take your last message back").help("/undo takes your last message back"),
     spec(C::Steer, "steer", "Add to what I'm doing now: /steer text")
@@ -206,6 +212,8 @@ mod tests {
             [
                 "new",
                 "stop",
+                "agents",
+                "background",
                 "retry",
                 "undo",
                 "steer",

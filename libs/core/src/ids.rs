@@ -200,6 +200,11 @@ open_id!(
     EventDeliveryId,
     "event delivery"
 );
+open_id!(
+    /// One `delegate_task(background=true)` call: its children and the report they end in.
+    DelegationId,
+    "delegation"
+);
 
 #[cfg(test)]
 mod tests {

@@ -210,6 +210,29 @@ vocabulary! {
         /// Summaries of pages longer than `web_extract`'s budget; only an agent that gives this
         /// task models of its own gets them (others get the page cut, its full text saved).
         WebExtract = "web_extract",
+        /// Delegated children (`delegate_task`): a cheaper model for their work; only an agent
+        /// that gives this task models of its own gets them (others' children run on the main model).
+        Delegation = "delegation",
+    }
+}
+
+vocabulary! {
+    /// What a delegated child may do, as upstream's `role`: a leaf works alone; an
+    /// orchestrator may delegate again, where the depth limit allows.
+    ChildRole ("child role") {
+        Leaf = "leaf",
+        Orchestrator = "orchestrator",
+    }
+}
+
+vocabulary! {
+    /// Where a background child stands (`delegation_tasks.state`).
+    ChildState ("child state") {
+        Running = "running",
+        Completed = "completed",
+        Failed = "failed",
+        /// Stopped by `/stop` before it ended.
+        Cancelled = "cancelled",
     }
 }
 

@@ -30,14 +30,15 @@ pub use event::{
     TurnOutcome, Usage, event_text, is_priority_tier,
 };
 pub use ids::{
-    AdminTokenId, AgentId, ApiKeyId, ChannelId, ConsoleSessionId, CredentialId, CronRunId, EventDeliveryId,
-    EventHookId, IdParseError, InteractionId, InvitationId, JobId, PersonId, SessionId, SkillId, SpendReservationId,
-    TenantId, TurnId, WebhookId,
+    AdminTokenId, AgentId, ApiKeyId, ChannelId, ConsoleSessionId, CredentialId, CronRunId, DelegationId,
+    EventDeliveryId, EventHookId, IdParseError, InteractionId, InvitationId, JobId, PersonId, SessionId, SkillId,
+    SpendReservationId, TenantId, TurnId, WebhookId,
 };
 pub use kinds::{
     ApiMode, ApprovalChoice, ApprovalMode, AuxiliaryTask, BudgetPeriod, BusyMode, CallPurpose, ChannelMode,
-    ChannelStatus, CronRunStatus, DmPolicy, GoalState, GroupPolicy, GroupSessions, ImageInputMode, InteractionKind,
-    InteractionStatus, JobState, Platform, RunOutcome, SessionSource, SkillState, TurnStatus, UnknownName, VoiceMode,
+    ChannelStatus, ChildRole, ChildState, CronRunStatus, DmPolicy, GoalState, GroupPolicy, GroupSessions,
+    ImageInputMode, InteractionKind, InteractionStatus, JobState, Platform, RunOutcome, SessionSource, SkillState,
+    TurnStatus, UnknownName, VoiceMode,
 };
 pub use message::{ChatMessage, Content, ContentPart, ReasoningReplay, Role, ToolCall, ToolCallFunction};
 pub use model_settings::{ClientLimits, ModelSettings, ReasoningEffort, Stored};

@@ -14,7 +14,7 @@
 //!   [`search_text`], [`export`], [`goals`], [`chat_admin`], [`steer`].
 //! - Turns: [`turns`] (enqueue, claim, lease, fenced finish), [`idempotency`],
 //!   [`interactions`] (what a parked turn waits on), [`responses`] (the Responses API),
-//!   [`turn_files`].
+//!   [`turn_files`], [`delegations`] (background children and their report).
 //! - Chat platforms: [`channels`], [`pairing`], [`inbound`] (messages taken in exactly once),
 //!   [`streams`] (answer previews), [`outbox`] (replies queued for delivery).
 //! - Unattended runs: [`cron`] and [`cron_fires`] (jobs, fired runs), [`webhooks`] (inbound
@@ -35,6 +35,7 @@ pub mod chat_admin;
 pub mod credentials;
 pub mod cron;
 pub mod cron_fires;
+pub mod delegations;
 pub mod deliveries;
 pub mod event_hooks;
 pub mod export;

@@ -96,6 +96,8 @@ const TENANT_ROWS: &str = "
     SELECT 'cron_fires', count(*) FROM cron_fires UNION ALL
     SELECT 'cron_jobs', count(*) FROM cron_jobs UNION ALL
     SELECT 'cron_runs', count(*) FROM cron_runs UNION ALL
+    SELECT 'delegation_tasks', count(*) FROM delegation_tasks UNION ALL
+    SELECT 'delegations', count(*) FROM delegations UNION ALL
     SELECT 'event_deliveries', count(*) FROM event_deliveries UNION ALL
     SELECT 'event_hooks', count(*) FROM event_hooks UNION ALL
     SELECT 'idempotency_keys', count(*) FROM idempotency_keys UNION ALL

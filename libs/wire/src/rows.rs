@@ -10,9 +10,9 @@
 use uuid::Uuid;
 
 use hermes_core::{
-    AdminTokenId, AgentId, ApiKeyId, ChannelId, ConsoleSessionId, CredentialId, CronRunId, EventDeliveryId,
-    EventHookId, InteractionId, InvitationId, JobId, PersonId, SessionId, SkillId, SpendReservationId, TenantId,
-    TurnId, WebhookId,
+    AdminTokenId, AgentId, ApiKeyId, ChannelId, ConsoleSessionId, CredentialId, CronRunId, DelegationId,
+    EventDeliveryId, EventHookId, InteractionId, InvitationId, JobId, PersonId, SessionId, SkillId, SpendReservationId,
+    TenantId, TurnId, WebhookId,
 };
 
 /// A non-null uuid column, on its way to a typed id.
@@ -59,7 +59,8 @@ open_ids!(
     ChannelId,
     InteractionId,
     SpendReservationId,
-    EventDeliveryId
+    EventDeliveryId,
+    DelegationId
 );
 
 impl From<Id> for TenantId {

@@ -85,15 +85,22 @@ impl Gateway {
             ChatCommand::Whoami => {
                 Ok(format!("Your user id is {} and this chat's id is {}.", msg.user_id, msg.chat_id))
             }
+            ChatCommand::Agents => self.agents(channel, &route).await,
+            ChatCommand::Background => Ok(crate::background_commands::BACKGROUND_USAGE.to_owned()),
             ChatCommand::New => {
                 self.stop_route(channel, &route).await?;
+                self.stop_children(channel, &route).await?;
                 self.store.conversations().end_route(channel.tenant_id, &route).await.map_err(err)?;
                 Ok("Started a fresh conversation.".to_owned())
             }
-            ChatCommand::Stop => Ok(match self.stop_route(channel, &route).await? {
-                0 => "Nothing is running.".to_owned(),
-                _ => "Stopped.".to_owned(),
-            }),
+            ChatCommand::Stop => {
+                let stopped = self.stop_route(channel, &route).await?;
+                Ok(match (stopped, self.stop_children(channel, &route).await?) {
+                    (0, 0) => "Nothing is running.".to_owned(),
+                    (_, 0) => "Stopped.".to_owned(),
+                    (_, children) => format!("Stopped, with {children} background task(s)."),
+                })
+            }
             ChatCommand::Retry => self.retry(channel, msg).await,
             ChatCommand::Status => self.status(channel, &route).await,
             ChatCommand::Title => self.title(channel, &route, rest).await,

@@ -16,7 +16,7 @@ use crate::Gateway;
 use crate::access::{Verdict, decide};
 use crate::error::IngestError;
 use crate::incoming::Incoming;
-use crate::route::{destination, route_for};
+use crate::route::{destination, route_for, source_of};
 use crate::voice_spend::Billed;
 
 /// The longest text taken from one chat message (upstream's per-text cap).
@@ -69,11 +69,6 @@ enum Signal {
     After(Option<std::time::Duration>),
     /// At once: it steers the running turn.
     Steer,
-}
-
-/// Where a channel's inbound rows are recorded (`platform:channel`).
-fn source_of(channel: &Channel) -> String {
-    format!("{}:{}", channel.platform, channel.id)
 }
 
 fn store_err(e: hermes_store::StoreError) -> IngestError {
@@ -149,7 +144,7 @@ impl Gateway {
     }
 
     /// Queues the answer `text` to `msg`, once per message.
-    async fn reply(&self, channel: &Channel, msg: &Incoming, text: String) -> Result<(), IngestError> {
+    pub(crate) async fn reply(&self, channel: &Channel, msg: &Incoming, text: String) -> Result<(), IngestError> {
         let key = format!("{}:{}:reply", source_of(channel), msg.dedupe_key);
         let dest = destination(channel, msg);
         self.store
@@ -161,6 +156,10 @@ impl Gateway {
 
     /// Makes the message a turn (or part of one) in its conversation, as the busy mode says.
     async fn queue_turn(&self, channel: &Channel, msg: Incoming, raw: &Value) -> Result<(), IngestError> {
+        if let Some(request) = crate::background_commands::background_request(&msg.text) {
+            let request: String = request.chars().take(MAX_TEXT_CHARS).collect();
+            return self.background(channel, msg, raw, request).await;
+        }
         let (tenant, source) = (channel.tenant_id, source_of(channel));
         let chosen = busy_override(&msg.text);
         let (busy_mode, text) = match chosen {
@@ -230,7 +229,7 @@ impl Gateway {
 
     /// The turn `text` (with the message's files) starts in `target`, and the transcriptions
     /// reading its voice notes took.
-    async fn turn_of(
+    pub(crate) async fn turn_of(
         &self,
         channel: &Channel,
         msg: &Incoming,
@@ -258,7 +257,7 @@ impl Gateway {
     /// A failed write (or no turn to count them with) is logged and counted, and its
     /// reservation lapses at its lease: the message is already safe, and is not refused for
     /// its meter.
-    async fn meter(&self, tenant: TenantId, read_by: Option<(SessionId, TurnId)>, calls: Vec<Billed>) {
+    pub(crate) async fn meter(&self, tenant: TenantId, read_by: Option<(SessionId, TurnId)>, calls: Vec<Billed>) {
         for Billed { call, reservation } in calls {
             let recorded = match read_by {
                 Some((session, turn)) => {
@@ -346,7 +345,7 @@ impl Gateway {
 
     /// Tells the workers a session has work, once `wait` has passed. The turn is stored: a
     /// lost signal (a pod that dies meanwhile) is found again by the reaper.
-    fn signal_after(
+    pub(crate) fn signal_after(
         &self,
         tenant: hermes_core::TenantId,
         session: hermes_core::SessionId,

@@ -10,6 +10,7 @@
 pub mod access;
 pub mod agent_commands;
 pub mod attachments;
+mod background_commands;
 pub mod commands;
 mod conversation_commands;
 pub mod cron_commands;

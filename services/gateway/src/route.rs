@@ -31,6 +31,11 @@ pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
     Route { agent: channel.agent_id, key, source: SessionSource::from(channel.platform), user_key }
 }
 
+/// Where a channel's inbound rows are recorded (`platform:channel`).
+pub(crate) fn source_of(channel: &Channel) -> String {
+    format!("{}:{}", channel.platform, channel.id)
+}
+
 /// Where replies to `msg` go.
 pub fn destination(channel: &Channel, msg: &Incoming) -> Destination {
     Destination {

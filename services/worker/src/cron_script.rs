@@ -33,7 +33,7 @@ const MAX_CONTEXT_CHARS: i32 = 8_000;
 const SILENT: &str = "[SILENT]";
 
 /// How a cron run goes on after its prelude.
-pub(crate) enum Prelude {
+enum Prelude {
     /// The agent runs, with this text above the job's prompt (if any).
     Agent(Option<String>),
     /// The run ends with this answer; no model is called.
@@ -49,9 +49,33 @@ enum Ran {
     Failed(String),
 }
 
+/// A cron run's input after its prelude (`Err`: the run ends with that outcome, no model
+/// called). A resumed run stored its input, context included, when it first started. The
+/// script runs only where the run itself may run programs (the job's toolsets, a webhook's,
+/// the agent's).
+pub(crate) async fn input_after(
+    rt: &Runtime,
+    tenant: TenantId,
+    turn: &ClaimedTurn,
+    (job, agent): (Option<&RunSettings>, &hermes_store::Agent),
+    stored: &[hermes_store::StoredMessage],
+    input: hermes_core::ChatMessage,
+) -> Result<Result<hermes_core::ChatMessage, TurnOutcome>, StoreError> {
+    let Some(job) = job else { return Ok(Ok(input)) };
+    if stored.iter().any(|m| m.turn_id == Some(turn.turn_id)) {
+        return Ok(Ok(input));
+    }
+    let may_run = hermes_core::ToolsetName::Terminal.enabled_in(&agent.toolsets);
+    Ok(match prelude(rt, tenant, turn, job, may_run).await? {
+        Prelude::Ends(outcome) => Err(outcome),
+        Prelude::Agent(Some(above)) => Ok(above_prompt(&above, &input)),
+        Prelude::Agent(None) => Ok(input),
+    })
+}
+
 /// Runs `job`'s script (if any, and if the run `may_run` programs) and gathers the context its
 /// run starts with.
-pub(crate) async fn prelude(
+async fn prelude(
     rt: &Runtime,
     tenant: TenantId,
     turn: &ClaimedTurn,

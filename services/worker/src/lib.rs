@@ -7,6 +7,7 @@ mod aside;
 mod attachments;
 mod background;
 mod budget;
+mod children;
 mod commands;
 mod cron_script;
 mod egress;

@@ -162,6 +162,18 @@ impl Models {
         self.build(chain, self.purpose)
     }
 
+    /// The model of a delegated child, and its name: the `delegation` task's own models (a
+    /// cheaper one, say), else the main model with its fallbacks.
+    pub fn child(&self) -> (TurnModel, String) {
+        match self.agent.auxiliary_models.get(&AuxiliaryTask::Delegation).filter(|chain| !chain.is_empty()) {
+            Some(chain) => {
+                let name = chain.first().map_or_else(|| self.agent.model.clone(), |m| m.model.clone());
+                (self.build(chain.iter().map(|m| self.side(m)).collect(), self.purpose), name)
+            }
+            None => (self.main(), self.agent.model.clone()),
+        }
+    }
+
     /// The model for side task `task` (a judge, a review) with its fallbacks, and the first
     /// one's name: the task's own models, else the auxiliary model, else the main one.
     pub fn for_task(&self, task: AuxiliaryTask) -> (TurnModel, String) {

@@ -20,6 +20,7 @@ mod backlog;
 mod claim_once;
 mod common;
 mod cron_context;
+mod delegations;
 mod egress_authority;
 mod enqueue;
 mod fairness;

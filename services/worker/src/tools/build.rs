@@ -49,6 +49,7 @@ pub(crate) fn toolkit(ctx: &WorkerContext, shutdown: &CancellationToken) -> Tool
         secrets: ctx.secrets.clone(),
         limits: limits(cfg),
         child_slots: ctx.cache.child_slots(),
+        broker: ctx.broker.clone(),
         window_counters: ctx.cache.window_counters(),
         skills: Default::default(),
         web,

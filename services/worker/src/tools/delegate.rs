@@ -1,10 +1,13 @@
 //! `delegate_task`: the agent hands up to three self-contained tasks to children that work in
-//! parallel and report back only their summaries. Children get the default identity, no
-//! context files, a 50-step budget and no tools that reach the user or the agent's own state
-//! (`delegate_task` unless the depth allows, `clarify`, `memory`, `execute_code`,
-//! `send_message`). Their transcripts are stored as sessions linked to the parent; their usage
-//! adds to the parent turn's; cancelling the parent cancels them (they run inside its task).
-//! A per-tenant cap, shared by every worker through Redis, bounds the children running at once.
+//! parallel and report back only their summaries. What a child gets is `crate::children`'s
+//! (the default identity, the workspace's context files, a 50-step budget, none of the tools
+//! that reach the user or the agent's own state; `delegate_task` only for an orchestrator the
+//! depth allows). Their transcripts are stored as sessions linked to the parent.
+//!
+//! In the foreground (the default) the children run inside the call: their usage adds to the
+//! parent turn's, cancelling the parent cancels them, and a per-tenant cap shared by every
+//! worker through Redis bounds the children running at once. With `background: true` (the
+//! main agent in a chat only) the call returns a handle at once; see `delegate_background`.
 
 use hermes_core::ToolsetName;
 use std::sync::{Arc, Mutex};
@@ -12,35 +15,24 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_agent::{JournalError, TurnEnd, TurnJournal};
-use hermes_cache::Slots;
-use hermes_core::{ChatMessage, SessionId, TurnId, Usage};
+use hermes_core::{ChatMessage, ChildRole, SessionId, TurnId, Usage};
 use hermes_store::Store;
+use hermes_store::delegations::NewChild;
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolRegistry, ToolSpec, object_schema};
 
 use crate::aside::Aside;
+use crate::children::CHILD_EXCLUDED;
 use crate::models::Models;
+pub(crate) use crate::tools::delegate_background::Children;
 use crate::tools::vision::ImageSources;
 
 /// Tasks one call may hand out.
 pub(crate) const MAX_CHILDREN: usize = 3;
 /// A child's step budget.
 pub(crate) const CHILD_ITERATIONS: u32 = 50;
-/// Tools a child never gets.
-const CHILD_EXCLUDED: [&str; 5] = ["delegate_task", "clarify", "memory", "execute_code", "send_message"];
 /// How long a child waits for a tenant slot before giving up.
 const SLOT_WAIT: Duration = Duration::from_secs(60);
-
-/// What running children takes besides their models: where their sessions are stored, the
-/// per-tenant slots (`cap` at once) and how deep delegation may go.
-#[derive(Clone)]
-pub(crate) struct Children {
-    pub store: Store,
-    pub slots: Slots,
-    pub cap: u32,
-    pub max_depth: u32,
-}
 
 pub(crate) struct DelegateTool {
     pub models: Models,
@@ -55,16 +47,43 @@ pub(crate) struct DelegateTool {
     pub usage: Arc<Mutex<Usage>>,
 }
 
-struct Task {
-    goal: String,
-    context: Option<String>,
+pub(crate) struct Task {
+    pub goal: String,
+    pub context: Option<String>,
+    pub role: ChildRole,
 }
 
-fn parse_tasks(args: &Value) -> Result<(Vec<Task>, u32), ToolError> {
+impl Task {
+    /// The child's first message.
+    pub fn input(&self) -> String {
+        match &self.context {
+            Some(c) => format!("{}\n\nContext:\n{c}", self.goal),
+            None => self.goal.clone(),
+        }
+    }
+}
+
+/// One call's tasks and how they run.
+pub(crate) struct Call {
+    pub tasks: Vec<Task>,
+    pub max_iterations: u32,
+    pub background: bool,
+}
+
+/// A `role` given (upstream's names), else `default`.
+fn role_in(value: &Value, default: ChildRole) -> Result<ChildRole, ToolError> {
+    match value.get("role").and_then(Value::as_str) {
+        Some(role) => role.parse().map_err(|e: hermes_core::UnknownName| ToolError::RespondToModel(e.to_string())),
+        None => Ok(default),
+    }
+}
+
+fn parse_tasks(args: &Value) -> Result<Call, ToolError> {
     let shared = args.get("context").and_then(Value::as_str).map(str::to_owned);
+    let role = role_in(args, ChildRole::Leaf)?;
     let mut tasks = Vec::new();
     if let Some(goal) = args.get("goal").and_then(Value::as_str) {
-        tasks.push(Task { goal: goal.to_owned(), context: shared.clone() });
+        tasks.push(Task { goal: goal.to_owned(), context: shared.clone(), role });
     }
     if let Some(list) = args.get("tasks").and_then(Value::as_array) {
         for t in list {
@@ -78,7 +97,7 @@ fn parse_tasks(args: &Value) -> Result<(Vec<Task>, u32), ToolError> {
                 (Some(a), Some(b)) => Some(format!("{b}\n\n{a}")),
                 (a, b) => a.or_else(|| b.clone()),
             };
-            tasks.push(Task { goal: goal.to_owned(), context });
+            tasks.push(Task { goal: goal.to_owned(), context, role: role_in(t, role)? });
         }
     }
     if tasks.is_empty() {
@@ -90,8 +109,10 @@ fn parse_tasks(args: &Value) -> Result<(Vec<Task>, u32), ToolError> {
             tasks.len()
         )));
     }
-    let max = args.get("max_iterations").and_then(Value::as_u64).map_or(CHILD_ITERATIONS, |m| m.clamp(1, 50) as u32);
-    Ok((tasks, max))
+    let max_iterations =
+        args.get("max_iterations").and_then(Value::as_u64).map_or(CHILD_ITERATIONS, |m| m.clamp(1, 50) as u32);
+    let background = args.get("background").and_then(Value::as_bool).unwrap_or(false);
+    Ok(Call { tasks, max_iterations, background })
 }
 
 /// A child's transcript goes to its own session; its model calls and tool time are its
@@ -152,7 +173,24 @@ impl TurnJournal for ChildJournal {
 }
 
 impl DelegateTool {
-    fn child_tools(&self) -> ToolRegistry {
+    /// Queues `tasks` as background children (see `delegate_background`): the handle the
+    /// model reads, or `None` where the turn cannot take a later answer.
+    async fn start_background(
+        &self,
+        ctx: &ToolCtx,
+        tasks: &[Task],
+        max_iterations: u32,
+    ) -> Result<Option<String>, ToolError> {
+        let children = tasks
+            .iter()
+            .map(|t| NewChild { goal: t.goal.clone(), input: ChatMessage::user(t.input()), role: t.role })
+            .collect();
+        // Children get none of the parent's tools they never get.
+        let tools = self.tools.names().into_iter().filter(|n| !CHILD_EXCLUDED.contains(n)).map(str::to_owned).collect();
+        crate::tools::delegate_background::start(&self.children, ctx, children, tools, max_iterations).await
+    }
+
+    fn child_tools(&self, role: ChildRole) -> ToolRegistry {
         let max_depth = self.children.max_depth;
         let mut tools = self.tools.without(&CHILD_EXCLUDED);
         // A child that loads the same image again and again is stopped (upstream's cap).
@@ -164,7 +202,7 @@ impl DelegateTool {
                 Some(crate::tools::vision::CHILD_LOADS_PER_IMAGE),
             );
         }
-        if self.depth + 1 < max_depth {
+        if crate::children::may_delegate(role, self.depth + 1, max_depth) {
             tools.register(Arc::new(DelegateTool {
                 models: self.models.clone(),
                 children: self.children.clone(),
@@ -212,27 +250,14 @@ impl DelegateTool {
             .create_child_session(ctx.tenant_id, ctx.session_id, &task.goal)
             .await
             .map_err(|e| format!("cannot start the task: {e}"))?;
-        let tools = self.child_tools();
-        let names = tools.names();
-        let prompt = render_stable_prompt(&PromptInputs {
-            soul: None,
-            model: &self.models.agent.model,
-            tool_names: &names,
-            custom_system: Some(
-                "You are working on one task delegated by another agent. Do it, then reply with a \
-                 concise summary of what you did and found: that summary is all the other agent will see.",
-            ),
-            memory: None,
-            user_profile: None,
-            skills: &[],
-            context_file: None,
-            today: chrono::Utc::now().date_naive(),
-            source: Some(hermes_core::SessionSource::Subagent),
-        });
-        let input = match &task.context {
-            Some(c) => format!("{}\n\nContext:\n{c}", task.goal),
-            None => task.goal.clone(),
-        };
+        let tools = self.child_tools(task.role);
+        // The child's calls are metered with the parent turn's, as sub-agent work.
+        let (model, model_name) = Models { purpose: hermes_core::CallPurpose::Subagent, ..self.models.clone() }.child();
+        let agent = &self.models.agent;
+        let key = hermes_sandbox::SandboxKey { tenant: ctx.tenant_id, agent: agent.id, workspace: ctx.workspace };
+        let sandboxes = self.children.sandboxes.clone();
+        let prompt = crate::children::prompt(sandboxes, key, &agent.toolsets, &model_name, &tools.names()).await;
+        let input = task.input();
         let turn = TurnId::new();
         let mut journal = ChildJournal {
             store: store.clone(),
@@ -244,14 +269,12 @@ impl DelegateTool {
         };
         let input = ChatMessage::user(input);
         journal.record(0, &input).await.map_err(|e| e.to_string())?;
-        // The child's calls are metered with the parent turn's, as sub-agent work.
-        let model = Models { purpose: hermes_core::CallPurpose::Subagent, ..self.models.clone() }.main();
         // Children never wait for the user: what needs an answer is refused.
         let interaction = hermes_tools::Interactive { enabled: false, resolution: None, ..ctx.interaction.clone() };
         let tool_ctx = ToolCtx { session_id: session, turn_id: turn, interaction, ..ctx.clone() };
         let aside = Aside {
             model: &model,
-            model_name: &self.models.agent.model,
+            model_name: &model_name,
             settings: &self.models.agent.model_settings,
             tools: &tools,
             tool_ctx: &tool_ctx,
@@ -287,24 +310,46 @@ impl SimpleTool for DelegateTool {
     .sequential();
 
     fn parameters(&self) -> Value {
-        object_schema(
-            json!({
-                "goal": { "type": "string", "description": "One task." },
-                "tasks": {
-                    "type": "array",
-                    "maxItems": MAX_CHILDREN,
-                    "items": { "type": "object", "properties": { "goal": { "type": "string" }, "context": { "type": "string" } }, "required": ["goal"] },
-                    "description": "Several tasks to run in parallel."
+        let role = json!({
+            "type": "string",
+            "enum": ["leaf", "orchestrator"],
+            "description": "leaf (default): works alone; orchestrator: may delegate again where depth allows."
+        });
+        let mut properties = json!({
+            "goal": { "type": "string", "description": "One task." },
+            "tasks": {
+                "type": "array",
+                "maxItems": MAX_CHILDREN,
+                "items": {
+                    "type": "object",
+                    "properties": { "goal": { "type": "string" }, "context": { "type": "string" }, "role": role },
+                    "required": ["goal"]
                 },
-                "context": { "type": "string", "description": "Background every task needs." },
-                "max_iterations": { "type": "integer", "description": "Step budget per task (at most 50)." }
-            }),
-            &[],
-        )
+                "description": "Several tasks to run in parallel."
+            },
+            "context": { "type": "string", "description": "Background every task needs." },
+            "role": role,
+            "max_iterations": { "type": "integer", "description": "Step budget per task (at most 50)." }
+        });
+        // Only the main agent's calls may go to the background: a child waits for its own.
+        if self.depth == 0 {
+            properties["background"] = json!({
+                "type": "boolean",
+                "description": "Return at once with a handle; the results arrive later as a new message, \
+                                and you answer the user then. For long work while the conversation goes on."
+            });
+        }
+        object_schema(properties, &[])
     }
 
     async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
-        let (tasks, max_iterations) = parse_tasks(&args)?;
+        let Call { tasks, max_iterations, background } = parse_tasks(&args)?;
+        if background
+            && self.depth == 0
+            && let Some(handle) = self.start_background(ctx, &tasks, max_iterations).await?
+        {
+            return Ok(handle);
+        }
         let runs = tasks.iter().map(|t| self.run_child(ctx, t, max_iterations));
         let results = futures_util::future::join_all(runs).await;
         let mut out = format!("Results of {} delegated task(s):", tasks.len());
@@ -325,14 +370,24 @@ mod tests {
 
     #[test]
     fn tasks_are_parsed_capped_and_explained() {
-        let (tasks, max) = parse_tasks(&json!({"goal": "one", "context": "ctx", "max_iterations": 500})).unwrap();
-        assert_eq!(tasks.len(), 1);
-        assert_eq!(tasks[0].context.as_deref(), Some("ctx"));
-        assert_eq!(max, 50, "never above a child's budget");
-        let (tasks, _) =
-            parse_tasks(&json!({"tasks": [{"goal": "a", "context": "own"}, "b"], "context": "shared"})).unwrap();
+        let call = parse_tasks(&json!({"goal": "one", "context": "ctx", "max_iterations": 500})).unwrap();
+        assert_eq!(call.tasks.len(), 1);
+        assert_eq!(call.tasks[0].context.as_deref(), Some("ctx"));
+        assert_eq!(call.max_iterations, 50, "never above a child's budget");
+        assert!(!call.background, "the foreground unless asked");
+        let call = parse_tasks(&json!({
+            "tasks": [{"goal": "a", "context": "own", "role": "orchestrator"}, "b"],
+            "context": "shared",
+            "background": true
+        }))
+        .unwrap();
+        let tasks = &call.tasks;
         assert_eq!(tasks[0].context.as_deref(), Some("shared\n\nown"));
         assert_eq!(tasks[1].goal, "b");
+        assert_eq!((tasks[0].role, tasks[1].role), (ChildRole::Orchestrator, ChildRole::Leaf));
+        assert!(call.background);
+        let err = parse_tasks(&json!({"goal": "x", "role": "boss"})).err().unwrap();
+        assert!(err.to_string().contains("leaf, orchestrator"), "{err}");
         let err = parse_tasks(&json!({"tasks": ["a", "b", "c", "d"]})).err().unwrap();
         assert!(err.to_string().contains("at most 3"));
         assert!(parse_tasks(&json!({})).is_err());

@@ -6,6 +6,7 @@ pub(crate) mod browser;
 pub(crate) mod build;
 pub(crate) mod cron;
 pub(crate) mod delegate;
+pub(crate) mod delegate_background;
 pub(crate) mod image;
 pub(crate) mod mcp;
 pub(crate) mod mcp_sampling;
@@ -53,6 +54,8 @@ pub(crate) struct Toolkit {
     pub secrets: Option<SecretBox>,
     pub limits: ToolLimits,
     pub child_slots: Slots,
+    /// Where background children's sessions are signalled.
+    pub broker: hermes_queue::Broker,
     /// Rate windows in Redis (MCP sampling's).
     pub window_counters: WindowCounters,
     /// Each agent's skills, cached by index version.
@@ -88,6 +91,8 @@ impl Toolkit {
             slots: self.child_slots.clone(),
             cap: self.limits.children_per_tenant,
             max_depth: self.limits.delegation_max_depth,
+            broker: self.broker.clone(),
+            sandboxes: self.sandboxes.clone(),
         }
     }
 

@@ -29,6 +29,8 @@ pub(crate) struct TurnTools<'a> {
     pub turn: TurnId,
     /// Delegated children's usage, counted toward this turn.
     pub child_usage: Arc<Mutex<Usage>>,
+    /// How deep this turn's agent is: 0 for the main agent, 1 for a background child.
+    pub delegation_depth: u32,
     /// The agent's configured MCP servers.
     pub mcp_servers: &'a [StoredMcpServer],
 }
@@ -83,7 +85,7 @@ fn own_state(kit: &Toolkit, turn: &TurnTools<'_>, tools: &mut ToolRegistry) {
             children: kit.children(),
             images: kit.image_sources(),
             tools: tools.clone(),
-            depth: 0,
+            depth: turn.delegation_depth,
             usage: turn.child_usage.clone(),
         }));
     }

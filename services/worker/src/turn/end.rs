@@ -85,7 +85,11 @@ pub(super) async fn settle(
             Ran::Done
         }
         TurnEnd::Finished(outcome) => {
+            let summary = crate::children::summary_of(claim.turn, &outcome);
             let Some(status) = finish(claim, &journal, events, outcome, started).await else { return Ran::Stop };
+            if let Some(summary) = summary {
+                crate::children::finished(claim.rt, claim.tenant, claim.turn, status, &summary).await;
+            }
             after_finish(claim, &journal, status, ending.goal).await;
             Ran::Done
         }
@@ -157,7 +161,8 @@ async fn after_finish(claim: &Claim<'_>, journal: &StoreJournal, status: TurnSta
             tracing::warn!(error = %e, "cannot signal the compacted session; the reaper will");
         }
     }
-    if status != TurnStatus::Completed {
+    // A child's work is its parent's: no review of its own.
+    if status != TurnStatus::Completed || turn.session_source == hermes_core::SessionSource::Subagent {
         return;
     }
     if let Some(verdict) = goal {

@@ -9,7 +9,7 @@ mod end;
 mod outcome;
 mod plan;
 mod run;
-mod setup;
+pub(crate) mod setup;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -16,7 +16,7 @@ use hermes_tools::{ApprovalMode, Interactive, Judge, Resolution, ToolCtx, ToolRe
 use super::outcome::failed;
 use super::setup::{self, Origin};
 use crate::Runtime;
-use crate::cron_script::Prelude;
+use crate::children::ChildRun;
 use crate::models::{Models, TurnModel};
 use crate::tools::registry::{TurnTools, registry};
 
@@ -43,6 +43,8 @@ pub(crate) struct TurnPlan {
     /// An unattended run ends after this long without activity (a hung call must not hold the
     /// slot); `None` waits as long as the turn works.
     pub inactivity_limit: Option<Duration>,
+    /// A background child stops at this age (`worker.child_timeout_seconds`).
+    pub deadline: Option<Duration>,
     /// The model's view (prompt, history, this turn so far) and the steps already stored.
     pub start: TurnStart,
     pub child_usage: ChildUsage,
@@ -118,7 +120,11 @@ pub(super) async fn plan(
 ) -> Result<Planned, PlanError> {
     let planner = Planner { rt, tenant, turn };
     let input = input_of(turn)?;
-    if let Some(reply) = planner.slash_command(&input).await {
+    let origin = Origin::of(turn.session_source);
+    // A child's task is never a command, whatever it starts with.
+    if origin != Origin::Subagent
+        && let Some(reply) = planner.slash_command(&input).await
+    {
         return Ok(Planned::Answered(reply));
     }
     // Read with the claim, on its connection (a checkout costs more than these reads).
@@ -134,31 +140,19 @@ pub(super) async fn plan(
         skill_versions,
         limits: audience,
     } = *inputs?;
-    let origin = Origin::of(turn.session_source);
-    let job = match origin {
-        Origin::Cron => rt.ctx.store.automation().cron_run_settings(tenant, turn.turn_id).await?,
-        _ => None,
-    };
+    let (job, child) = planner.unattended(origin).await?;
     let mcp_servers = rt.ctx.store.agents().mcp_servers(tenant, turn.agent_id).await?;
-    let (agent, loads_skills) = planner.agent(agent, (origin, &audience), &mcp_servers, job.as_ref()).await?;
-    let mut input = input;
-    // A resumed run stored its input, context included, when it first started. The script runs
-    // only where the run itself may run programs (the job's toolsets, a webhook's, the agent's).
-    if let Some(job) = &job
-        && !stored.iter().any(|m| m.turn_id == Some(turn.turn_id))
-    {
-        let may_run = ToolsetName::Terminal.enabled_in(&agent.toolsets);
-        match crate::cron_script::prelude(rt, tenant, turn, job, may_run).await? {
-            Prelude::Ends(outcome) => return Ok(Planned::Answered(outcome)),
-            Prelude::Agent(Some(above)) => input = crate::cron_script::above_prompt(&above, &input),
-            Prelude::Agent(None) => {}
-        }
-    }
+    let by = (origin, &audience, child.as_ref());
+    let (mut agent, loads_skills) = planner.agent(agent, by, &mcp_servers, job.as_ref()).await?;
+    let input = match crate::cron_script::input_after(rt, tenant, turn, (job.as_ref(), &agent), &stored, input).await? {
+        Ok(input) => input,
+        Err(outcome) => return Ok(Planned::Answered(outcome)),
+    };
     let goal_may_apply = goal_active || crate::goals::goal_in(&input.text()).is_some();
     let models = planner.models(&agent, meter, pools, capped)?;
-    let model = models.main();
+    let model = crate::children::turn_model(&models, child.is_some(), &mut agent);
     let child_usage = ChildUsage::default();
-    let tools = planner.tools(&agent, &models, child_usage.clone(), &mcp_servers).await?;
+    let tools = planner.tools(&agent, &models, child_usage.clone(), &mcp_servers, child.as_ref()).await?;
     let mut history = History::of(stored, turn);
     if models.images_as_text() {
         crate::tools::vision::strip_images(&mut history.messages);
@@ -170,7 +164,8 @@ pub(super) async fn plan(
     let prompt = planner.prompt(&models, &tools, loads_skills, input, &mut history, (memory, skill_versions)).await?;
     let start = planner.start(prompt, history, &tools);
     let tool_ctx = planner.tool_ctx(&agent, &models, origin, resolution, allowed);
-    let (limits, inactivity_limit) = planner.limits(origin);
+    let (limits, inactivity_limit) = planner.limits(origin, child.as_ref());
+    let deadline = child.is_some().then(|| Duration::from_secs(rt.ctx.config.worker.child_timeout_seconds));
     let plan = TurnPlan {
         agent,
         origin,
@@ -180,6 +175,7 @@ pub(super) async fn plan(
         tool_ctx,
         limits,
         inactivity_limit,
+        deadline,
         start,
         child_usage,
         goal_may_apply,
@@ -252,13 +248,26 @@ impl Planner<'_> {
         })
     }
 
+    /// What an unattended turn runs by: a cron run's job settings, a background child's task.
+    async fn unattended(
+        &self,
+        origin: Origin,
+    ) -> Result<(Option<hermes_store::cron::RunSettings>, Option<ChildRun>), StoreError> {
+        let (rt, tenant, turn) = (self.rt, self.tenant, self.turn);
+        Ok(match origin {
+            Origin::Cron => (rt.ctx.store.automation().cron_run_settings(tenant, turn.turn_id).await?, None),
+            Origin::Subagent => (None, Some(ChildRun::of(rt, tenant, turn).await?)),
+            Origin::Attended | Origin::Webhook => (None, None),
+        })
+    }
+
     /// The agent as this turn runs it, and whether skills named at the start of the input
     /// load (they do wherever the agent has the skills toolset, even where this turn's
     /// restrictions then take the skills tools away).
     async fn agent(
         &self,
         mut agent: Agent,
-        (origin, audience): (Origin, &hermes_core::audience::ToolsetLimits),
+        (origin, audience, child): (Origin, &hermes_core::audience::ToolsetLimits, Option<&ChildRun>),
         mcp_servers: &[hermes_store::StoredMcpServer],
         job: Option<&hermes_store::cron::RunSettings>,
     ) -> Result<(Agent, bool), PlanError> {
@@ -278,6 +287,9 @@ impl Planner<'_> {
         origin.restrict(&mut agent.toolsets);
         // The API key's, the chat's and the webhook's limits: narrower tools for wider audiences.
         audience.apply(&mut agent.toolsets);
+        if let Some(child) = child {
+            child.restrict(&mut agent.toolsets, self.rt.ctx.config.worker.delegation_max_depth);
+        }
         Ok((agent, loads_skills))
     }
 
@@ -299,7 +311,10 @@ impl Planner<'_> {
             workspace: self.turn.workspace(),
             api_key,
             meter,
-            purpose: hermes_core::CallPurpose::Main,
+            purpose: match self.turn.session_source {
+                hermes_core::SessionSource::Subagent => hermes_core::CallPurpose::Subagent,
+                _ => hermes_core::CallPurpose::Main,
+            },
             pools: Arc::new(pools),
             ledger: crate::budget::Ledger { session: self.turn.session_id, turn: self.turn.turn_id },
             capped,
@@ -313,6 +328,7 @@ impl Planner<'_> {
         models: &Models,
         child_usage: ChildUsage,
         mcp_servers: &[hermes_store::StoredMcpServer],
+        child: Option<&ChildRun>,
     ) -> Result<ToolRegistry, StoreError> {
         let turn = self.turn;
         let tools = TurnTools {
@@ -324,9 +340,15 @@ impl Planner<'_> {
             links: crate::tools::image::FileLinks::for_turn(turn.session_source, &self.rt.ctx.config),
             turn: turn.turn_id,
             child_usage,
+            // A background child is one level down.
+            delegation_depth: u32::from(turn.session_source == hermes_core::SessionSource::Subagent),
             mcp_servers,
         };
-        registry(&self.rt.toolkit, tools).await
+        let tools = registry(&self.rt.toolkit, tools).await?;
+        Ok(match child {
+            Some(child) => child.narrow(tools),
+            None => tools,
+        })
     }
 
     /// The session's frozen system prompt. On the turn's first run its input is stored first
@@ -345,12 +367,19 @@ impl Planner<'_> {
         if let (Some(prompt), true) = (&turn.system_prompt, history.resumed) {
             return Ok(prompt.clone());
         }
+        let child = turn.session_source == hermes_core::SessionSource::Subagent;
         let rendered = match &turn.system_prompt {
             Some(p) => p.clone(),
+            None if child => {
+                let key = SandboxKey { tenant, agent: agent.id, workspace: models.workspace };
+                crate::children::prompt(rt.ctx.sandboxes.clone(), key, &agent.toolsets, &agent.model, &tools.names())
+                    .await
+            }
             None => setup::render_prompt(rt, tenant, agent, turn, tools, memory, skill_versions).await?,
         };
         let had_files = crate::inbox::has_files(&input);
-        if !history.resumed {
+        // A child's task is taken as written: no goal, no skill loaded by its first word.
+        if !history.resumed && !child {
             input = self.expand(agent, tools, loads_skills, input).await;
             // Files go into the workspace and notes take their place, before anything is stored.
             let key = hermes_sandbox::SandboxKey { tenant, agent: agent.id, workspace: models.workspace };
@@ -449,8 +478,12 @@ impl Planner<'_> {
         }
     }
 
-    /// The loop's limits, and how long an unattended run may go without activity.
-    fn limits(&self, origin: Origin) -> (TurnLimits, Option<Duration>) {
+    /// The loop's limits, and how long an unattended run may go without activity (a child's
+    /// are a child's, with its deadline instead).
+    fn limits(&self, origin: Origin, child: Option<&ChildRun>) -> (TurnLimits, Option<Duration>) {
+        if let Some(child) = child {
+            return (TurnLimits { max_iterations: child.max_iterations, ..TurnLimits::child() }, None);
+        }
         let worker = &self.rt.ctx.config.worker;
         let (max_iterations, inactivity_limit) = if origin.is_unattended() {
             let inactivity = Duration::from_secs(worker.unattended_inactivity_seconds);

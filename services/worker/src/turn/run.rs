@@ -120,7 +120,7 @@ impl Drop for Registered<'_> {
 }
 
 /// Runs the agent loop over `plan`, checkpointing through `journal`; an unattended run stops
-/// after its inactivity limit.
+/// after its inactivity limit, a background child at its deadline.
 pub(super) async fn agent_loop(plan: &mut TurnPlan, journal: &mut StoreJournal, events: &EventPublisher) -> TurnEnd {
     let start = plan.take_start();
     let engine = plan.models.context_engine();
@@ -135,16 +135,35 @@ pub(super) async fn agent_loop(plan: &mut TurnPlan, journal: &mut StoreJournal, 
         limits: &plan.limits,
         context: Some(&engine),
     };
-    let Some(limit) = plan.inactivity_limit else {
+    let (inactivity, deadline) = (plan.inactivity_limit, plan.deadline);
+    if inactivity.is_none() && deadline.is_none() {
         return run.run(start).await;
+    }
+    let inactive = async {
+        match inactivity {
+            Some(limit) => until_inactive(events, limit).await,
+            None => std::future::pending().await,
+        }
+    };
+    let overdue = async {
+        match deadline {
+            Some(limit) => tokio::time::sleep(limit).await,
+            None => std::future::pending().await,
+        }
     };
     tokio::select! {
         end = run.run(start) => end,
-        () = until_inactive(events, limit) => {
-            tracing::warn!(limit_s = limit.as_secs(), "unattended run inactive; stopping it");
+        () = inactive => {
+            let limit = inactivity.unwrap_or_default().as_secs();
+            tracing::warn!(limit_s = limit, "unattended run inactive; stopping it");
             TurnEnd::Finished(failed(ErrorCode::InactivityTimeout,
-                format!("The run stopped after {} s without activity.", limit.as_secs()),
+                format!("The run stopped after {limit} s without activity."),
             ))
+        }
+        () = overdue => {
+            let limit = deadline.unwrap_or_default().as_secs();
+            tracing::warn!(limit_s = limit, "the task ran out of time; stopping it");
+            TurnEnd::Finished(failed(ErrorCode::TurnTimeout, format!("The task stopped at its time limit of {limit} s.")))
         }
     }
 }

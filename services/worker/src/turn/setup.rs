@@ -42,7 +42,11 @@ pub(crate) async fn render_prompt(
     // The three sources are independent: read them at once (MEMORY and USER usually came
     // with the turn's inputs).
     let (context_file, skills, memory) = tokio::join!(
-        context_file(rt, SandboxKey { tenant, agent: agent.id, workspace: turn.workspace() }, agent),
+        context_file(
+            rt.ctx.sandboxes.clone(),
+            SandboxKey { tenant, agent: agent.id, workspace: turn.workspace() },
+            &agent.toolsets
+        ),
         async {
             if !ToolsetName::Skills.enabled_in(&agent.toolsets) {
                 return Ok(Vec::new());
@@ -83,12 +87,16 @@ pub(crate) async fn render_prompt(
     }))
 }
 
-/// Project context from the agent's workspace, when it has one running.
-async fn context_file(rt: &Arc<Runtime>, key: SandboxKey, agent: &Agent) -> Option<ContextFile> {
-    if !ToolsetName::Terminal.enabled_in(&agent.toolsets) {
+/// Project context from the agent's workspace, when `toolsets` reach it.
+pub(crate) async fn context_file(
+    sandboxes: Arc<dyn hermes_sandbox::Sandboxes>,
+    key: SandboxKey,
+    toolsets: &[String],
+) -> Option<ContextFile> {
+    if !ToolsetName::Terminal.enabled_in(toolsets) {
         return None;
     }
-    let files = SandboxFiles::new(rt.ctx.sandboxes.clone(), key);
+    let files = SandboxFiles::new(sandboxes, key);
     let found = hermes_agent::context_files::discover(&files, "").await;
     if let Some(f) = &found
         && !f.blocked.is_empty()
@@ -145,6 +153,8 @@ pub(crate) enum Origin {
     Attended,
     Cron,
     Webhook,
+    /// A background child's turn (see `crate::children`): nobody to ask either.
+    Subagent,
 }
 
 impl Origin {
@@ -153,11 +163,10 @@ impl Origin {
         match source {
             SessionSource::Cron => Self::Cron,
             SessionSource::Webhook => Self::Webhook,
-            SessionSource::Api
-            | SessionSource::Subagent
-            | SessionSource::Telegram
-            | SessionSource::Slack
-            | SessionSource::Wecom => Self::Attended,
+            SessionSource::Subagent => Self::Subagent,
+            SessionSource::Api | SessionSource::Telegram | SessionSource::Slack | SessionSource::Wecom => {
+                Self::Attended
+            }
         }
     }
 
@@ -171,7 +180,8 @@ impl Origin {
     /// [`WEBHOOK_TOOLSETS`].
     pub fn restrict(self, toolsets: &mut Vec<String>) {
         match self {
-            Self::Attended => {}
+            // A child's are narrowed by `crate::children::ChildRun::restrict`.
+            Self::Attended | Self::Subagent => {}
             Self::Cron => toolsets.retain(|t| !among(t, &CRON_EXCLUDED)),
             Self::Webhook => toolsets.retain(|t| among(t, WEBHOOK_TOOLSETS)),
         }

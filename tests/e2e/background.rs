@@ -1,0 +1,186 @@
+//! Work that outlives a turn (issue 41): `delegate_task(background=true)` answers at once and
+//! its children run as turns of their own; the last one's end queues one report on the
+//! parent's conversation, answered in its chat; `/agents` lists them, `/stop` cancels them; a
+//! worker killed mid-child leaves exactly one report. `/background TEXT` asks in a separate
+//! conversation whose answer comes to the chat.
+//!
+//! Every model answer after the first is the scripted model's default (`$ cmd` runs `cmd` on
+//! the terminal, a tool result is quoted back, anything else is echoed), so children and the
+//! parent may ask in any order.
+
+use serde_json::json;
+
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::telegram::{SentMessage, TelegramEmulator, visible_html};
+
+use crate::harness::{Roles, TestEnv, kill, poll_until};
+use crate::telegram::{Pod, TOKEN, open_bot, sent};
+
+/// A quiet bot (whole answers, no tool progress) of an agent with the terminal and delegation.
+async fn delegating_bot(env: &TestEnv) -> (TelegramEmulator, Pod) {
+    let (tg, channel) = open_bot(env).await;
+    sqlx::query("UPDATE channels SET streaming = false, tool_progress = false").execute(&env.db).await.unwrap();
+    env.set_toolsets(channel.agent_id, &["terminal", "delegation", "memory"]).await;
+    (tg, Pod::start(env).await)
+}
+
+/// What the chat shows of each message the bot sent.
+fn texts(tg: &TelegramEmulator) -> Vec<String> {
+    let shown = |m: SentMessage| match m.parse_mode.as_deref() {
+        Some("HTML") => visible_html(&m.text).unwrap_or(m.text),
+        _ => m.text,
+    };
+    tg.sent(TOKEN).into_iter().map(shown).collect()
+}
+
+/// Waits until the chat got a message containing `part`.
+async fn message_with(tg: &TelegramEmulator, part: &str) -> String {
+    let found = poll_until(async || texts(tg).into_iter().find(|t| t.contains(part))).await;
+    found.unwrap_or_else(|| panic!("no message with {part:?} in {:?}", texts(tg)))
+}
+
+fn delegate(tasks: &[&str]) -> ScriptedReply {
+    let tasks: Vec<_> = tasks.iter().map(|goal| json!({"goal": goal})).collect();
+    ScriptedReply::tool_call("delegate_task", json!({"tasks": tasks, "background": true}))
+}
+
+#[tokio::test]
+async fn background_children_report_in_the_chat_while_the_conversation_goes_on() {
+    let env = TestEnv::start().await;
+    let (tg, pod) = delegating_bot(&env).await;
+    env.llm.push(delegate(&["$ sleep 4; echo found-42-files", "$ echo disk-ok"]));
+    tg.user_says(TOKEN, 42, "audit the build box");
+    sent(&tg, 1).await;
+    let handle = texts(&tg).remove(0);
+    assert!(handle.contains(r#""status":"started""#) && handle.contains(r#""tasks":2"#), "answered at once: {handle}");
+
+    // The conversation goes on meanwhile.
+    tg.user_says(TOKEN, 42, "/agents");
+    let listed = message_with(&tg, "background task(s) at work").await;
+    assert!(listed.contains("1/2 $ sleep 4; echo found-42-files"), "{listed}");
+    let notice = message_with(&tg, "✓ Background task 2/2 done: $ echo disk-ok").await;
+    let report = message_with(&tg, "[Background tasks finished").await;
+    assert!(report.starts_with("echo: [Background tasks finished: the results of the delegate_task call"), "{report}");
+    // Each task with its child's summary: what its command printed.
+    let (first, second) = report.split_once("Task 2: $ echo disk-ok\nThe command printed:").expect("task 2");
+    let (_, first) = first.split_once("Task 1: $ sleep 4; echo found-42-files\nThe command printed:").expect("1");
+    assert!(first.contains("found-42-files") && second.contains("disk-ok"), "{report}");
+    // Nothing more may come: the wait is the behaviour under test.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(texts(&tg), [handle, listed, notice, report], "one report, one progress notice");
+
+    // The report is a turn of the same conversation.
+    let sessions = env.count("SELECT count(*) FROM sessions WHERE lineage IS NULL").await;
+    assert_eq!(sessions, 1);
+    let children: Vec<(String, String)> = sqlx::query_as(
+        "SELECT s.source, p.source FROM sessions s JOIN sessions p ON p.id = s.parent_session_id
+         WHERE s.lineage = 'subagent'",
+    )
+    .fetch_all(&env.db)
+    .await
+    .unwrap();
+    let pair = ("subagent".to_owned(), "telegram".to_owned());
+    assert_eq!(children, [pair.clone(), pair]);
+    let reported = env.count("SELECT count(*) FROM delegations WHERE state = 'reported'").await;
+    assert_eq!(reported, 1);
+    // Children ask with the child's prompt and tools, and are metered as sub-agent work.
+    let child_requests: Vec<_> = env
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.messages()[0]["content"].as_str().unwrap_or("").contains("delegated by another agent"))
+        .collect();
+    assert_eq!(child_requests.len(), 4, "two steps each");
+    for request in &child_requests {
+        let tools: Vec<&str> =
+            request.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+        assert_eq!(tools, ["process", "terminal"], "a leaf: no delegation, no memory");
+    }
+    let purposes: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT purpose FROM model_calls m JOIN sessions s ON s.id = m.session_id
+                             WHERE s.lineage = 'subagent'",
+    )
+    .fetch_all(&env.db)
+    .await
+    .unwrap();
+    assert_eq!(purposes, ["subagent"]);
+    pod.stop_with(env).await;
+}
+
+#[tokio::test]
+async fn stop_cancels_background_children_and_no_report_follows() {
+    let env = TestEnv::start().await;
+    let (tg, pod) = delegating_bot(&env).await;
+    env.llm.push(delegate(&["$ sleep 60; echo never"]));
+    tg.user_says(TOKEN, 42, "watch the logs");
+    sent(&tg, 1).await;
+    let running = "SELECT count(*) FROM turns t JOIN sessions s ON s.id = t.session_id
+                   WHERE s.lineage = 'subagent' AND t.status = 'running'";
+    env.wait_for_count(running, 1).await;
+
+    tg.user_says(TOKEN, 42, "/stop");
+    assert_eq!(sent(&tg, 2).await[1].text, "Stopped, with 1 background task(s).");
+    let cancelled = "SELECT count(*) FROM turns t JOIN sessions s ON s.id = t.session_id
+                     WHERE s.lineage = 'subagent' AND t.status = 'cancelled'";
+    env.wait_for_count(cancelled, 1).await;
+    tg.user_says(TOKEN, 42, "/agents");
+    assert_eq!(sent(&tg, 3).await[2].text, "No background tasks are running here.");
+    // No report may come: the wait is the behaviour under test.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert_eq!(texts(&tg).len(), 3, "{:?}", texts(&tg));
+    assert_eq!(env.count("SELECT count(*) FROM delegations WHERE state = 'cancelled'").await, 1);
+    pod.stop_with(env).await;
+}
+
+#[tokio::test]
+async fn a_worker_killed_mid_child_leaves_one_report() {
+    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
+    let (tg, pod) = delegating_bot(&env).await;
+    let worker_a = env.spawn_hermesd(&["worker"], "worker-a");
+    env.llm.push(delegate(&["$ sleep 5; echo survived"]));
+    tg.user_says(TOKEN, 42, "run the long check");
+    sent(&tg, 1).await;
+    // The child's command has started: its call is stored.
+    let started = "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id
+                   WHERE s.lineage = 'subagent' AND m.tool_calls IS NOT NULL";
+    env.wait_for_count(started, 1).await;
+    kill(worker_a);
+    let worker_b = env.spawn_hermesd(&["worker"], "worker-b");
+
+    let report = message_with(&tg, "[Background tasks finished").await;
+    assert!(report.contains("Task 1: $ sleep 5; echo survived\nThe command printed:"), "{report}");
+    // Nothing may be sent twice: the wait is the behaviour under test.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert_eq!(texts(&tg).len(), 2, "one answer, one report: {:?}", texts(&tg));
+    let attempts: i32 = sqlx::query_scalar(
+        "SELECT t.attempts FROM turns t JOIN sessions s ON s.id = t.session_id WHERE s.lineage = 'subagent'",
+    )
+    .fetch_one(&env.db)
+    .await
+    .unwrap();
+    assert_eq!(attempts, 2, "the next worker took the child over");
+    assert_eq!(env.count("SELECT count(*) FROM delegations WHERE state = 'reported'").await, 1);
+    kill(worker_b);
+    pod.stop_with(env).await;
+}
+
+#[tokio::test]
+async fn a_background_request_is_answered_in_the_chat_from_a_conversation_of_its_own() {
+    let env = TestEnv::start().await;
+    let (tg, pod) = delegating_bot(&env).await;
+    env.llm.push(ScriptedReply::text("Hello."));
+    tg.user_says(TOKEN, 42, "hi");
+    sent(&tg, 1).await;
+    tg.user_says(TOKEN, 42, "/bg what is the weather");
+    let answer = message_with(&tg, "echo: what is the weather").await;
+    let ack = message_with(&tg, "Working on it in the background").await;
+    assert_eq!(texts(&tg).len(), 3, "{:?}", texts(&tg));
+    assert!(!ack.is_empty() && !answer.is_empty());
+    // Its own conversation: the chat's current one did not see it.
+    let request = env.llm.requests().into_iter().find(|r| r.last_text() == "what is the weather").unwrap();
+    assert!(!request.messages().iter().any(|m| m["content"] == "hi"), "a fresh conversation");
+    assert_eq!(env.count("SELECT count(*) FROM sessions WHERE source = 'telegram'").await, 2);
+    tg.user_says(TOKEN, 42, "/background");
+    assert!(sent(&tg, 4).await[3].text.starts_with("Write /background and a request"));
+    pod.stop_with(env).await;
+}
