@@ -14,9 +14,10 @@ CREATE TABLE IF NOT EXISTS delegations (
     -- where the parent's turn answered (hermes_core::outbox::Destination), for the report
     reply_to          jsonb,
     max_iterations    integer NOT NULL CHECK (max_iterations BETWEEN 1 AND 50),
-    -- the tools the parent's turn handed on: a child gets none the parent lacked (an API key's,
-    -- a chat's narrower set stays narrow)
+    -- the tools and toolsets the parent's turn had: a child gets none the parent lacked (a chat's
+    -- narrower set stays narrow)
     tools             text[] NOT NULL DEFAULT '{}',
+    toolsets          text[] NOT NULL DEFAULT '{}',
     state             text NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'reported', 'cancelled')),
     report_turn_id    uuid,
     created_at        timestamptz NOT NULL DEFAULT now(),
@@ -59,3 +60,19 @@ CREATE POLICY tenant_rows ON delegation_tasks TO hermes_tenant
     USING (tenant_id = hermes_tenant()) WITH CHECK (tenant_id = hermes_tenant());
 DROP POLICY IF EXISTS system_paths ON delegation_tasks;
 CREATE POLICY system_paths ON delegation_tasks TO hermes_system USING (true) WITH CHECK (true);
+
+-- A child's turn cancelled before it ran, some other way than `/stop` (which cancels its
+-- delegation first), ends its task in the same transaction, so the cap and `/agents` stop
+-- counting it and the report, when the others end, says it was stopped. A running one ends
+-- through the worker's `finish_turn`, which records the child's end with it.
+CREATE OR REPLACE FUNCTION turns_end_cancelled_child() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE delegation_tasks SET state = 'cancelled', finished_at = now()
+    WHERE tenant_id = NEW.tenant_id AND turn_id = NEW.id AND state = 'running';
+    RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS turns_cancelled_child ON turns;
+CREATE TRIGGER turns_cancelled_child AFTER UPDATE OF status ON turns FOR EACH ROW
+    WHEN (NEW.status = 'cancelled' AND OLD.status IN ('queued', 'waiting'))
+    EXECUTE FUNCTION turns_end_cancelled_child();

@@ -61,10 +61,11 @@ async fn background_children_report_in_the_chat_while_the_conversation_goes_on()
     let notice = message_with(&tg, "✓ Background task 2/2 done: $ echo disk-ok").await;
     let report = message_with(&tg, "[Background tasks finished").await;
     assert!(report.starts_with("echo: [Background tasks finished: the results of the delegate_task call"), "{report}");
-    // Each task with its child's summary: what its command printed.
-    let (first, second) = report.split_once("Task 2: $ echo disk-ok\nThe command printed:").expect("task 2");
-    let (_, first) = first.split_once("Task 1: $ sleep 4; echo found-42-files\nThe command printed:").expect("1");
-    assert!(first.contains("found-42-files") && second.contains("disk-ok"), "{report}");
+    // Each task, in order, with its child's summary quoted: what its command printed.
+    let (first, second) = report.split_once("Task 2: $ echo disk-ok").expect("task 2");
+    let (_, first) = first.split_once("Task 1: $ sleep 4; echo found-42-files").expect("task 1");
+    assert!(first.contains("The command printed:") && first.contains("found-42-files"), "{report}");
+    assert!(second.contains("The command printed:") && second.contains("disk-ok"), "{report}");
     // Nothing more may come: the wait is the behaviour under test.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(texts(&tg), [handle, listed, notice, report], "one report, one progress notice");
@@ -148,7 +149,7 @@ async fn a_worker_killed_mid_child_leaves_one_report() {
     let worker_b = env.spawn_hermesd(&["worker"], "worker-b");
 
     let report = message_with(&tg, "[Background tasks finished").await;
-    assert!(report.contains("Task 1: $ sleep 5; echo survived\nThe command printed:"), "{report}");
+    assert!(report.contains("Task 1: $ sleep 5; echo survived"), "{report}");
     // Nothing may be sent twice: the wait is the behaviour under test.
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     assert_eq!(texts(&tg).len(), 2, "one answer, one report: {:?}", texts(&tg));
@@ -182,5 +183,8 @@ async fn a_background_request_is_answered_in_the_chat_from_a_conversation_of_its
     assert_eq!(env.count("SELECT count(*) FROM sessions WHERE source = 'telegram'").await, 2);
     tg.user_says(TOKEN, 42, "/background");
     assert!(sent(&tg, 4).await[3].text.starts_with("Write /background and a request"));
+    // A command cannot ride in a background request past the channel's gating.
+    tg.user_says(TOKEN, 42, "/btw /compress");
+    assert_eq!(sent(&tg, 5).await[4].text, "/background takes a request in words; send a command on its own.");
     pod.stop_with(env).await;
 }

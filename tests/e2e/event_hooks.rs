@@ -12,7 +12,7 @@ use hermes_http::signed::standard_signature;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::receiver::{Received, Receiver};
 
-use crate::harness::{Roles, Team, TestEnv, poll_until, wait_until};
+use crate::harness::{Roles, Team, TestEnv, ask, poll_until, wait_until};
 use crate::openapi::call;
 use crate::telegram::Pod;
 
@@ -155,4 +155,89 @@ async fn endpoints_on_private_addresses_are_refused_unless_allowed() {
         call(&env, &key, "post", "/v1/event-hooks", Some(json!({"url": "https://hooks.example.com/x"}))).await;
     assert_eq!(status, 201);
     env.stop().await;
+}
+
+/// The first event of `kind` the receiver got, checked, waiting for it.
+async fn event_of(rx: &Receiver, secret: &str, kind: &str) -> Value {
+    let found =
+        poll_until(async || rx.received().iter().map(|r| verified(r, secret)).find(|e| e["type"] == kind)).await;
+    found.unwrap_or_else(|| panic!("no {kind} event among {} received", rx.received().len()))
+}
+
+#[tokio::test]
+async fn the_endpoint_hears_of_tools_sessions_approvals_children_and_failed_turns() {
+    let env = TestEnv::start_with(Roles::default(), |c| c.gateway.events_allow_private_targets = true).await;
+    let (acme, agent, key) = env.tenant("acme", "ops").await;
+    let pod = Pod::start(&env).await;
+    let rx = Receiver::start().await.unwrap();
+    let events =
+        ["tool.finished", "session.started", "session.ended", "approval.answered", "turn.failed", "child.finished"];
+    let (status, hook) =
+        call(&env, &key, "post", "/v1/event-hooks", Some(json!({"url": rx.url("/h"), "events": events}))).await;
+    assert_eq!(status, 201, "{hook}");
+    let secret = hook["secret"].as_str().unwrap().to_owned();
+
+    // A conversation starts and runs a command (the scripted model runs `$ ...` lines).
+    let resp = env.chat(&key, ask("ops", "$ echo events-ok")).await;
+    assert_eq!(resp.status(), 200);
+    let started = event_of(&rx, &secret, "session.started").await["data"].clone();
+    assert_eq!((started["source"].as_str(), started["agent_id"].as_str()), (Some("api"), Some(&*agent.id.to_string())));
+    let tool = event_of(&rx, &secret, "tool.finished").await["data"].clone();
+    assert_eq!(tool["tool"], "terminal");
+    assert!(tool["output"].as_str().unwrap().contains("events-ok"), "{tool}");
+    assert_eq!(tool["session_id"], started["session_id"]);
+    let session = started["session_id"].as_str().unwrap().to_owned();
+
+    // An approval is asked for and refused.
+    env.llm.push(ScriptedReply::terminal("rm -rf /workspace/build"));
+    let resp = env.chat(&key, ask("ops", "clean the build")).await;
+    let interaction = resp.headers()["x-hermes-interaction-id"].to_str().unwrap().to_owned();
+    assert_eq!(env.answer(&key, &interaction, json!({"choice": "deny"})).await.status(), 200);
+    let answered = event_of(&rx, &secret, "approval.answered").await["data"].clone();
+    assert_eq!(
+        (answered["interaction_id"].as_str(), answered["status"].as_str(), answered["choice"].as_str()),
+        (Some(&*interaction), Some("answered"), Some("deny"))
+    );
+
+    // A background child of that conversation ends.
+    let parent = hermes_core::SessionId::from_uuid(session.parse().unwrap());
+    let child = hermes_store::delegations::NewChild {
+        goal: "count files".into(),
+        input: hermes_core::ChatMessage::user("count files"),
+        role: hermes_core::ChildRole::Leaf,
+    };
+    let delegation = hermes_store::delegations::NewDelegation {
+        agent: agent.id,
+        parent_session: parent,
+        parent_turn: hermes_core::TurnId::new(),
+        call_id: "call_1",
+        reply_to: None,
+        max_iterations: 5,
+        tools: vec![],
+        toolsets: vec![],
+        children: vec![child],
+        cap: 8,
+    };
+    env.store.turns().start_delegation(acme, &delegation).await.unwrap();
+    let finished = event_of(&rx, &secret, "child.finished").await["data"].clone();
+    assert_eq!((finished["parent_session_id"].as_str(), finished["position"].as_i64()), (Some(&*session), Some(1)));
+    assert_eq!(finished["goal"], "count files");
+
+    // A conversation made through the API, then deleted: it ended.
+    let (status, made) = call(&env, &key, "post", "/api/sessions", Some(json!({"title": "scratch"}))).await;
+    assert_eq!(status, 201, "{made}");
+    let scratch = made["id"].as_str().unwrap();
+    assert_eq!(call(&env, &key, "delete", &format!("/api/sessions/{scratch}"), None).await.0, 200);
+    let ended = event_of(&rx, &secret, "session.ended").await["data"].clone();
+    assert_eq!((ended["session_id"].as_str(), ended["reason"].as_str()), (Some(scratch), Some("deleted")));
+    assert_eq!(ended["title"], "scratch");
+
+    // A turn whose model keeps failing.
+    for _ in 0..8 {
+        env.llm.push(ScriptedReply::error(500));
+    }
+    env.chat(&key, ask("ops", "hello?")).await;
+    let failed = event_of(&rx, &secret, "turn.failed").await["data"].clone();
+    assert_eq!(failed["error_code"], "provider_server_error", "{failed}");
+    pod.stop_with(env).await;
 }

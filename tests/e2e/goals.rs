@@ -3,12 +3,13 @@
 //! yet"); a goal stops at its turn budget; `/goal status|pause|resume|clear` answer at once;
 //! `/subgoal` criteria reach both the judge and the next turn.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{Roles, TestEnv};
+use crate::openapi::call;
 use crate::telegram::{Pod, TOKEN, exchange, open_bot, sent};
 
 /// A Telegram bot of the agent that sends each answer whole (no previews), and a gateway pod.
@@ -129,4 +130,79 @@ async fn subgoals_are_criteria_the_judge_and_the_next_turn_both_see() {
     assert!(next.contains("Also required (added along the way):\n1. with unit tests"), "{next}");
     assert_eq!(texts(&tg)[8], "✓ Goal achieved: Both are there.");
     pod.stop_with(env).await;
+}
+
+/// The session's goal through the API, once `pred` holds of it.
+async fn goal_when(env: &TestEnv, key: &str, session: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let path = format!("/api/sessions/{session}/goal");
+    crate::harness::wait_until("the goal to change", async || {
+        let (status, goal) = call(env, key, "get", &path, None).await;
+        (status == 200 && pred(&goal)).then_some(goal)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_goal_set_through_the_api_runs_until_done_and_is_paused_resumed_and_dropped_there() {
+    let env = TestEnv::start().await;
+    let (_, _, key) = env.tenant("acme", "ops").await;
+    let (_, _, stranger) = env.tenant("beta", "ops").await;
+    let (status, session) = call(&env, &key, "post", "/api/sessions", Some(json!({"title": "release"}))).await;
+    assert_eq!(status, 201, "{session}");
+    let id = session["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/sessions/{id}/goal");
+    for reply in [
+        ScriptedReply::text("Step 1 done."),
+        ScriptedReply::text(r#"{"done": false, "reason": "One step left."}"#),
+        ScriptedReply::text("All done: the release is shipped."),
+        ScriptedReply::text(r#"{"done": true, "reason": "It is shipped."}"#),
+    ] {
+        env.llm.push(reply);
+    }
+    let body = json!({"goal": "ship the release", "max_turns": 5, "subgoals": ["the tests pass"]});
+    let (status, started) = call(&env, &key, "put", &path, Some(body)).await;
+    assert_eq!(status, 202, "{started}");
+    assert_eq!((started["state"].as_str(), started["max_turns"].as_i64()), (Some("active"), Some(5)));
+    assert!(started["run_id"].as_str().unwrap().starts_with("run_"), "{started}");
+    let done = goal_when(&env, &key, &id, |g| g["state"] == "done").await;
+    assert_eq!((done["turns_used"].as_i64(), done["last_reason"].as_str()), (Some(2), Some("It is shipped.")));
+    let requests = env.llm.requests();
+    assert_eq!(requests[0].last_text(), "ship the release\n\nAlso required:\n1. the tests pass");
+    let judged = requests[1].messages()[1]["content"].as_str().unwrap().to_owned();
+    assert!(judged.contains("1. the tests pass") && judged.contains("Step 1 done."), "{judged}");
+    assert!(requests[2].last_text().starts_with("[Continuing toward your standing goal]"));
+    let (_, messages) = call(&env, &key, "get", &format!("/api/sessions/{id}/messages"), None).await;
+    assert!(messages.to_string().contains("All done: the release is shipped."), "the answers are the session's");
+
+    // Another team sees no such session; nonsense is refused with the field named.
+    assert_eq!(call(&env, &stranger, "get", &path, None).await.0, 404);
+    assert_eq!(call(&env, &stranger, "put", &path, Some(json!({"goal": "mine now"}))).await.0, 404);
+    for (body, param) in [
+        (json!({"goal": " "}), "goal"),
+        (json!({"goal": "x", "max_turns": 500}), "max_turns"),
+        (json!({"goal": "x", "deadline": "friday"}), ""),
+    ] {
+        let (status, err) = call(&env, &key, "put", &path, Some(body.clone())).await;
+        assert_eq!(status, 400, "{body}: {err}");
+        assert_eq!(err["error"]["param"].as_str().unwrap_or(""), param, "{err}");
+    }
+    let (status, err) = call(&env, &key, "patch", &path, Some(json!({"state": "done"}))).await;
+    assert_eq!((status, err["error"]["param"].as_str()), (400, Some("state")), "{err}");
+
+    // Paused, then resumed with a fresh budget: the idle session takes the next step at once.
+    let (status, paused) = call(&env, &key, "patch", &path, Some(json!({"state": "paused"}))).await;
+    assert_eq!((status, paused["state"].as_str(), paused["run_id"].as_str()), (200, Some("paused"), None));
+    env.llm.push(ScriptedReply::text("Checked again: still shipped."));
+    env.llm.push(ScriptedReply::text(r#"{"done": true, "reason": "Still shipped."}"#));
+    let (status, resumed) = call(&env, &key, "patch", &path, Some(json!({"state": "active"}))).await;
+    assert_eq!((status, resumed["turns_used"].as_i64()), (200, Some(0)), "{resumed}");
+    assert!(resumed["run_id"].is_string(), "{resumed}");
+    let again = goal_when(&env, &key, &id, |g| g["last_reason"] == "Still shipped.").await;
+    assert_eq!(again["state"], "done");
+
+    let (status, dropped) = call(&env, &key, "delete", &path, None).await;
+    assert_eq!((status, dropped["deleted"].as_bool()), (200, Some(true)), "{dropped}");
+    assert_eq!(call(&env, &key, "get", &path, None).await.0, 404);
+    assert_eq!(call(&env, &key, "delete", &path, None).await.0, 404);
+    env.stop().await;
 }

@@ -71,7 +71,7 @@ async fn the_openapi_document_matches_the_routes_and_the_responses() {
     let operations: usize = paths.values().map(|m| m.as_object().unwrap().len()).sum();
     assert_eq!(
         operations,
-        61 + 79,
+        65 + 83,
         "every endpoint is documented (the tenant API with upstream's /api/jobs, and the admin API)"
     );
     for (path, methods) in paths {
@@ -138,6 +138,15 @@ async fn the_openapi_document_matches_the_routes_and_the_responses() {
     checked("get", "/api/sessions/{id}", &session, None).await;
     checked("patch", "/api/sessions/{id}", &session, Some(json!({"title": "Greeting"}))).await;
     checked("get", "/api/sessions/{id}/messages", &session, None).await;
+    // A goal: none yet; an empty one is refused (a set goal runs turns: tests/e2e/goals.rs).
+    for method in ["get", "delete"] {
+        let (s, _) = checked(method, "/api/sessions/{id}/goal", &session, None).await;
+        assert_eq!(s, 404, "{method}");
+    }
+    let (s, _) = checked("put", "/api/sessions/{id}/goal", &session, Some(json!({"goal": ""}))).await;
+    assert_eq!(s, 400);
+    let (s, _) = checked("patch", "/api/sessions/{id}/goal", &session, Some(json!({"state": "paused"}))).await;
+    assert_eq!(s, 404);
     let (s, fork) = checked("post", "/api/sessions/{id}/fork", &session, Some(json!({}))).await;
     assert_eq!(s, 201);
     checked("get", "/api/sessions/{id}/export", &session, None).await;

@@ -17,6 +17,7 @@ pub mod model_names;
 pub mod model_settings;
 pub mod outbox;
 pub mod provider_routing;
+pub mod quote;
 pub mod sandbox_choice;
 pub mod secret_placement;
 pub mod toolsets;

@@ -143,17 +143,24 @@ pub enum AnswerStatus {
 }
 
 /// One target of a `deliver` list (cron jobs, webhooks): `local` (stored only), `origin` (the
-/// chat the job was made in) or `platform[:chat[:thread]]` (a bare platform: its home chat).
+/// chat the job was made in), `all` (the home chat of each of the agent's bots) or
+/// `platform[:chat[:thread]]` (a bare platform: its home chat). A chat may be named as upstream
+/// does, `platform:#channel-name`: Slack takes `#name` as it is, Telegram a public channel as
+/// `@name`; WeCom has no names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeliveryTarget {
     Local,
     Origin,
+    All,
     Chat { platform: Platform, chat: Option<String>, thread: Option<String> },
 }
 
 /// A `deliver` list names something that is none of the targets.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot deliver to `{0}`: use local, origin, or telegram|slack|wecom[:chat[:thread]] (comma-separated)")]
+#[error(
+    "cannot deliver to `{0}`: use local, origin, all, or telegram|slack|wecom[:chat[:thread]] (comma-separated; \
+     a chat by name as slack:#name or telegram:#name)"
+)]
 pub struct UnknownTarget(pub String);
 
 impl std::str::FromStr for DeliveryTarget {
@@ -163,15 +170,31 @@ impl std::str::FromStr for DeliveryTarget {
         match target {
             "local" => Ok(DeliveryTarget::Local),
             "origin" => Ok(DeliveryTarget::Origin),
+            "all" => Ok(DeliveryTarget::All),
             other => {
+                let unknown = || UnknownTarget(other.to_owned());
                 let mut parts = other.splitn(3, ':');
-                let platform = parts.next().unwrap_or_default().parse().map_err(|_| UnknownTarget(other.to_owned()))?;
+                let platform: Platform = parts.next().unwrap_or_default().parse().map_err(|_| unknown())?;
                 let mut named = || parts.next().filter(|p| !p.is_empty()).map(str::to_owned);
                 let (chat, thread) = (named(), named());
+                let chat = match chat.as_deref().and_then(|c| c.strip_prefix('#')) {
+                    None => chat,
+                    Some(name) if !valid_channel_name(name) => return Err(unknown()),
+                    Some(name) => Some(match platform {
+                        Platform::Slack => format!("#{name}"),
+                        Platform::Telegram => format!("@{name}"),
+                        Platform::Wecom => return Err(unknown()),
+                    }),
+                };
                 Ok(DeliveryTarget::Chat { platform, chat, thread })
             }
         }
     }
+}
+
+/// A channel's name as Slack and Telegram have them: letters, digits, `-`, `_` and `.`.
+fn valid_channel_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 80 && name.chars().all(|c| c.is_alphanumeric() || "-_.".contains(c))
 }
 
 impl DeliveryTarget {
@@ -227,6 +250,18 @@ mod tests {
             ]
         );
         assert_eq!(DeliveryTarget::list("local,fax:123"), Err(UnknownTarget("fax:123".into())));
+        assert_eq!(
+            DeliveryTarget::list("all, slack:#ops-alerts, telegram:#release_notes").unwrap(),
+            [
+                DeliveryTarget::All,
+                chat(Platform::Slack, Some("#ops-alerts"), None),
+                chat(Platform::Telegram, Some("@release_notes"), None),
+            ],
+            "upstream's names: Slack's as they are, a Telegram channel by its public name"
+        );
+        for bad in ["wecom:#team", "slack:#", "slack:#bad name", "telegram:#a/b"] {
+            assert!(DeliveryTarget::list(bad).is_err(), "{bad}");
+        }
         assert_eq!(DeliveryTarget::list("").unwrap(), []);
     }
 

@@ -1,5 +1,6 @@
 //! Where an unattended run's answer goes (a cron job's or a webhook's `deliver`): the chats of
-//! its list (`origin`, `platform[:chat[:thread]]`, a bare platform meaning its home chat;
+//! its list (`origin`, `all` the home chats of the agent's bots, `platform[:chat[:thread]]`
+//! with a bare platform meaning its home chat;
 //! `local` and targets with no active channel add none), each once, labelled with what ran
 //! (the chat shows the label's name above the answer). The first chat is the turn's
 //! `reply_to`; the others ride in its `also` (migration 0029).
@@ -27,17 +28,25 @@ impl Automation<'_> {
                 tracing::warn!(target = item, "an unknown delivery target");
                 continue;
             };
+            if matches!(target, DeliveryTarget::Chat { .. } | DeliveryTarget::All) && channels.is_none() {
+                channels = Some(self.chat().list_channels(tenant).await?);
+            }
+            let all = channels.as_deref().unwrap_or_default();
             let dest = match target {
                 DeliveryTarget::Local => continue,
                 DeliveryTarget::Origin => match origin {
                     Some(origin) => origin.alone(),
                     None => continue,
                 },
-                DeliveryTarget::Chat { platform, mut chat, mut thread } => {
-                    if channels.is_none() {
-                        channels = Some(self.chat().list_channels(tenant).await?);
+                DeliveryTarget::All => {
+                    for dest in home_chats(all, agent) {
+                        if !chats.iter().any(|d| d.same_chat(&dest)) {
+                            chats.push(dest);
+                        }
                     }
-                    let all = channels.as_deref().unwrap_or_default();
+                    continue;
+                }
+                DeliveryTarget::Chat { platform, mut chat, mut thread } => {
                     // A bare platform means its home chat (/sethome).
                     let Some(channel) = crate::channels::pick_channel(all, platform, agent, chat.is_none()) else {
                         tracing::warn!(target = item, "no active channel (or home chat) for a delivery target");
@@ -62,4 +71,17 @@ impl Automation<'_> {
         first.also = chats.collect();
         Ok(Some(first))
     }
+}
+
+/// The home chat (`/sethome`) of each of `agent`'s active bots: what `all` delivers to.
+fn home_chats(channels: &[crate::Channel], agent: AgentId) -> Vec<Destination> {
+    channels
+        .iter()
+        .filter(|c| c.agent_id == agent && c.status == hermes_core::ChannelStatus::Active)
+        .filter_map(|c| {
+            let mut home = c.home_chat.as_deref()?.splitn(2, ':');
+            let chat = home.next()?.to_owned();
+            Some(Destination::chat(c.platform, c.id, chat, home.next().map(str::to_owned)))
+        })
+        .collect()
 }

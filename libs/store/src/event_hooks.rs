@@ -20,7 +20,18 @@ pub use hermes_wire::v1::EventEndpoint as EventHook;
 pub use hermes_wire::v1::{DeliveryStatus, EventDelivery};
 
 /// The events a hook can take.
-pub const EVENTS: &[&str] = &["turn.finished", "cron.run.finished", "cron.run.failed", "approval.requested"];
+pub const EVENTS: &[&str] = &[
+    "turn.finished",
+    "turn.failed",
+    "tool.finished",
+    "session.started",
+    "session.ended",
+    "child.finished",
+    "cron.run.finished",
+    "cron.run.failed",
+    "approval.requested",
+    "approval.answered",
+];
 
 /// Changes to a hook (`None`: unchanged).
 #[derive(Debug, Clone, Default)]

@@ -2,7 +2,6 @@
 //! turn of a session with an active goal and takes the next step in one transaction
 //! ([`Conversations::goal_step`](crate::views::Conversations::goal_step)): the goal's counters, the continuation turn and the chat's notice.
 
-use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use hermes_core::outbox::{Destination, OutboxPayload};
@@ -10,20 +9,8 @@ use hermes_core::{AgentId, ChatMessage, GoalState, SessionId, TenantId, TurnId};
 
 use crate::{NewTurn, Result, TurnTarget, views::Conversations};
 
-/// A session's goal.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Goal {
-    pub goal: String,
-    /// Criteria added with `/subgoal`, in order.
-    pub subgoals: Vec<String>,
-    #[sqlx(try_from = "String")]
-    pub state: GoalState,
-    pub turns_used: i32,
-    pub max_turns: i32,
-    pub judge_failures: i32,
-    pub last_reason: Option<String>,
-    pub updated_at: DateTime<Utc>,
-}
+/// A session's goal: the wire's view of its row.
+pub use hermes_wire::v1::SessionGoal as Goal;
 
 /// What the judge's verdict does to a goal.
 #[derive(Debug, Clone)]
@@ -78,40 +65,6 @@ impl Conversations<'_> {
     pub async fn goal(self, tenant: TenantId, session: SessionId) -> Result<Option<Goal>> {
         let sql = "SELECT * FROM session_goals WHERE tenant_id = $1 AND session_id = $2";
         self.maybe_row_of(tenant, sql, session.as_uuid()).await
-    }
-
-    /// Pauses (`active: false`) or resumes the goal; resuming gives it a fresh budget. A pause
-    /// also drops a continuation still waiting in the queue.
-    pub async fn set_goal_active(self, tenant: TenantId, session: SessionId, active: bool) -> Result<Option<Goal>> {
-        let mut tx = self.tenant_tx(tenant).await?;
-        let row = sqlx::query(
-            "UPDATE session_goals SET state = CASE WHEN $3 THEN 'active' ELSE 'paused' END,
-                    turns_used = CASE WHEN $3 THEN 0 ELSE turns_used END, judge_failures = 0, updated_at = now()
-             WHERE tenant_id = $1 AND session_id = $2 RETURNING *",
-        )
-        .bind(tenant.as_uuid())
-        .bind(session.as_uuid())
-        .bind(active)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if !active {
-            drop_continuations(&mut tx, tenant, session).await?;
-        }
-        tx.commit().await?;
-        row.as_ref().map(crate::rows::read::<Goal>).transpose()
-    }
-
-    /// Removes the goal (and a continuation still waiting); `false` when there was none.
-    pub async fn clear_goal(self, tenant: TenantId, session: SessionId) -> Result<bool> {
-        let mut tx = self.tenant_tx(tenant).await?;
-        let done = sqlx::query("DELETE FROM session_goals WHERE tenant_id = $1 AND session_id = $2")
-            .bind(tenant.as_uuid())
-            .bind(session.as_uuid())
-            .execute(&mut *tx)
-            .await?;
-        drop_continuations(&mut tx, tenant, session).await?;
-        tx.commit().await?;
-        Ok(done.rows_affected() > 0)
     }
 
     /// Changes the goal's `/subgoal` criteria (`change` edits the list), unless the goal is
@@ -227,7 +180,11 @@ impl Conversations<'_> {
 }
 
 /// Drops continuations still queued (the goal was paused or cleared).
-async fn drop_continuations(tx: &mut sqlx::PgConnection, tenant: TenantId, session: SessionId) -> Result<()> {
+pub(crate) async fn drop_continuations(
+    tx: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    session: SessionId,
+) -> Result<()> {
     sqlx::query(
         "UPDATE turns SET status = 'cancelled', outcome = $4, finished_at = now()
          WHERE tenant_id = $1 AND session_id = $2 AND status = 'queued' AND input ->> 'content' LIKE $3",

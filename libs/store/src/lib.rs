@@ -11,7 +11,7 @@
 //! - Conversations: [`sessions`], [`session_admin`] (sessions as API resources),
 //!   [`session_find`] (tenant-wide listing and search for the admin plane),
 //!   [`session_policy`], [`routes`] (a chat's current session), [`messages`], [`search`] and
-//!   [`search_text`], [`export`], [`goals`], [`chat_admin`], [`steer`].
+//!   [`search_text`], [`export`], [`goals`], [`goal_control`], [`chat_admin`], [`steer`].
 //! - Turns: [`turns`] (enqueue, claim, lease, fenced finish), [`idempotency`],
 //!   [`interactions`] (what a parked turn waits on), [`responses`] (the Responses API),
 //!   [`turn_files`], [`delegations`] (background children and their report).
@@ -40,6 +40,7 @@ pub mod deliveries;
 pub mod event_hooks;
 pub mod export;
 pub mod file_storage;
+pub mod goal_control;
 pub mod goals;
 pub mod idempotency;
 pub mod inbound;

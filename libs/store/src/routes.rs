@@ -40,6 +40,23 @@ impl Conversations<'_> {
         row.map(|r| Ok((SessionId::from_uuid(r.try_get("id")?), r.try_get("updated_at")?))).transpose()
     }
 
+    /// Turns at work for this chat's person in conversations of theirs that are not the chat's
+    /// current one (what `/background` started): what caps them.
+    pub async fn side_turns_open(self, tenant: TenantId, route: &Route) -> Result<i64> {
+        Ok(sqlx::query_scalar(
+            "SELECT count(*) FROM turns t JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
+             WHERE t.tenant_id = $1 AND s.agent_id = $2 AND s.source = $3 AND s.user_key = $4
+               AND s.parent_session_id IS NULL AND t.status IN ('queued', 'running', 'waiting')
+               AND NOT EXISTS (SELECT 1 FROM session_routes r WHERE r.tenant_id = $1 AND r.session_id = s.id)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(route.agent.as_uuid())
+        .bind(route.source.as_str())
+        .bind(&route.user_key)
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
+        .await?)
+    }
+
     /// The chat's earlier conversations (its person's sessions from this platform and agent),
     /// most recently active first: what `/sessions` lists and `/resume` picks from.
     pub async fn route_sessions(self, tenant: TenantId, route: &Route, limit: i64) -> Result<Vec<crate::SessionInfo>> {

@@ -22,11 +22,13 @@ use crate::session_policy::ResetReason;
 use crate::usage::{CallColumns, ModelCall, insert_model_calls};
 use crate::{Result, StoreError, views::Turns};
 
-mod enqueue;
+pub(crate) mod enqueue;
+mod new_turn;
 pub(crate) mod outbox_rows;
 
 pub(crate) use enqueue::enqueue_in;
 pub use hermes_core::TurnStatus;
+pub use new_turn::{NewTurn, TurnTarget};
 
 impl ClaimedTurn {
     /// What the conversation's commands and then the request asked of the model, read
@@ -57,23 +59,6 @@ pub enum LeaseState {
     CancelRequested,
 }
 
-/// Where a new turn goes.
-#[derive(Debug, Clone)]
-pub enum TurnTarget {
-    /// Continue this existing session of `agent`.
-    Existing(SessionId),
-    /// Start a new session, seeded with earlier messages the client sent.
-    /// `user_key` names the end user (their USER memory profile; see migration 0005).
-    New { source: SessionSource, user_key: String, history: Vec<ChatMessage> },
-    /// The session with this id (derived by the caller from the conversation's start), created
-    /// with `history` if it does not exist yet, else continued from its latest compaction
-    /// (the history sent with the request is then ignored: the server has it).
-    Derived { id: SessionId, source: SessionSource, user_key: String, history: Vec<ChatMessage> },
-    /// A chat's current session, or a new one for it (`fresh`: there is none, or the reset
-    /// policy ended `replaces`). Built by [`Turns::route_target`](crate::views::Turns::route_target).
-    Route { route: Route, fresh: bool, replaces: Option<SessionId> },
-}
-
 impl Turns<'_> {
     /// Where the chat's next message goes at `now`: its current session, or a new one when
     /// there is none or the tenant's policy resets it and `busy` (a background process of
@@ -100,52 +85,6 @@ impl Turns<'_> {
             _ => None,
         };
         Ok((TurnTarget::Route { route: route.clone(), fresh: current.is_none() || reset.is_some(), replaces }, reset))
-    }
-}
-
-/// A turn to enqueue.
-#[derive(Debug, Clone)]
-pub struct NewTurn {
-    pub agent_id: AgentId,
-    pub target: TurnTarget,
-    pub input: ChatMessage,
-    pub instructions: Option<String>,
-    pub stream: bool,
-    /// The event hub of the pod waiting for this turn's events.
-    pub notify_hub: Option<String>,
-    /// The API key the turn came in with (its usage is reported under it).
-    pub api_key: Option<hermes_core::ApiKeyId>,
-    /// Set for a stored Responses API request: recorded with the turn.
-    pub response: Option<crate::responses::NewResponse>,
-    /// Set for a chat message: where the answer goes (`channel_id`, `chat_id`, ...); the turn's
-    /// end puts the answer in the outbox (migration 0017).
-    pub reply_to: Option<hermes_core::outbox::Destination>,
-    /// The trace the turn continues (the request's or chat message's); kept with the turn so
-    /// a resumed turn stays in it.
-    pub trace: Option<hermes_core::trace::TraceParent>,
-    /// What an API request asked of the model, within its agent's limits (over the agent's
-    /// settings for this turn only).
-    pub model_settings: Option<hermes_core::ModelSettings>,
-}
-
-impl NewTurn {
-    /// A turn of `agent` on `target` with `input` and nothing else: no per-request
-    /// instructions, no stream, nobody waiting on a pod, no API key, no stored response, no chat
-    /// to answer, no trace. Callers set what their entry point adds.
-    pub fn new(agent_id: AgentId, target: TurnTarget, input: ChatMessage) -> Self {
-        Self {
-            agent_id,
-            target,
-            input,
-            instructions: None,
-            stream: false,
-            notify_hub: None,
-            api_key: None,
-            response: None,
-            reply_to: None,
-            trace: None,
-            model_settings: None,
-        }
     }
 }
 
@@ -206,6 +145,8 @@ struct LeaseRow {
 struct Finished {
     finished: i64,
     reply_to: Option<Json<Destination>>,
+    /// The turn is a background child's still at work (its end is recorded with it).
+    child: bool,
 }
 
 /// A turn's status (read with `rows::vocab`) and outcome.
@@ -300,6 +241,8 @@ impl Turns<'_> {
     /// `fence` still owns the session (the turn row is locked first, as in a claim), storing the turn's final assistant message (step `final_message.0`) in the same
     /// statement, so an answer is either stored with its outcome or not at all. The turn's last
     /// answered model `calls` are recorded by the same statement, even when the turn is fenced.
+    /// A background child's end is recorded with it: when it was the last of its batch, the
+    /// report is queued too, and the parent's conversation it went to is returned, to signal.
     #[expect(clippy::too_many_arguments, reason = "one fenced statement with all its inputs")]
     pub async fn finish_turn(
         self,
@@ -312,7 +255,7 @@ impl Turns<'_> {
         outcome: &TurnOutcome,
         final_message: Option<(i32, &ChatMessage)>,
         calls: &[ModelCall],
-    ) -> Result<()> {
+    ) -> Result<Option<SessionId>> {
         let stored = crate::messages::storable_json(outcome)?;
         let (step, columns) = match final_message {
             Some((step, msg)) => (Some(step), columns(msg)?),
@@ -344,7 +287,9 @@ impl Turns<'_> {
                 WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND EXISTS (SELECT 1 FROM s)
                 RETURNING reply_to
              )
-             SELECT (SELECT count(*) FROM t) AS finished, (SELECT reply_to FROM t) AS reply_to"
+             SELECT (SELECT count(*) FROM t) AS finished, (SELECT reply_to FROM t) AS reply_to,
+                    EXISTS (SELECT 1 FROM delegation_tasks c
+                            WHERE c.tenant_id = $1 AND c.turn_id = $3 AND c.state = 'running') AS child"
         );
         let query =
             sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid()).bind(fence).bind(step);
@@ -354,7 +299,7 @@ impl Turns<'_> {
         // The answer's outbox rows commit with the turn's end, or neither does.
         let mut tx = self.tenant_tx(tenant).await?;
         let row = CallColumns::of(calls).bind_to(query).bind(search).bind(replay).fetch_one(&mut *tx).await?;
-        let Finished { finished, reply_to } = Finished::from_row(&row)?;
+        let Finished { finished, reply_to, child } = Finished::from_row(&row)?;
         if finished == 0 {
             // Fenced: nothing of the turn changed, but its model calls were paid for and stay.
             tx.commit().await?;
@@ -363,8 +308,16 @@ impl Turns<'_> {
         if let (Some(reply_to), Some(answer)) = (reply_to, outbox_rows::answer_status(status)) {
             outbox_rows::queue_answer(&mut tx, tenant, turn, &reply_to, answer, outcome).await?;
         }
+        // A background child's end and, for the last of its batch, the report: with the turn's.
+        let report = match child {
+            true => {
+                let (state, summary) = crate::delegations::child_end(status, outcome);
+                crate::delegations::finish_child_in(&mut tx, tenant, turn, state, summary).await?
+            }
+            false => None,
+        };
         tx.commit().await?;
-        Ok(())
+        Ok(report)
     }
 
     /// Hands a running turn back (a draining worker, a passing storage error): it becomes

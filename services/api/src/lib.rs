@@ -13,6 +13,7 @@ mod cron;
 mod discovery;
 mod event_hooks;
 mod files;
+mod goals;
 mod interactions;
 mod models;
 mod openapi;
@@ -173,6 +174,7 @@ fn v1_routes() -> Router<RoleState> {
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route("/api/sessions/{id}", get(sessions::get).patch(sessions::rename).delete(sessions::delete))
         .route("/api/sessions/{id}/messages", get(sessions::messages))
+        .route("/api/sessions/{id}/goal", get(goals::get).put(goals::set).patch(goals::change).delete(goals::delete))
         .route("/api/sessions/{id}/fork", post(sessions::fork))
         .route("/api/sessions/{id}/export", get(sessions::export))
 }

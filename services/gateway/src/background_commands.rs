@@ -19,6 +19,12 @@ pub(crate) const BACKGROUND_USAGE: &str = "Write /background and a request: I wo
 
 const NOTHING_RUNNING: &str = "No background tasks are running here.";
 
+/// `/background /command`: refused, so no command gets past the channel's gating this way.
+pub(crate) const NO_COMMANDS: &str = "/background takes a request in words; send a command on its own.";
+
+/// Background requests one person may have at work at once in a chat's agent.
+const MAX_OPEN: i64 = 3;
+
 fn err(e: StoreError) -> IngestError {
     IngestError::new(e.to_string())
 }
@@ -42,6 +48,12 @@ impl Gateway {
     ) -> Result<(), IngestError> {
         let tenant = channel.tenant_id;
         let route = route_for(channel, &msg);
+        // A redelivered message is answered once below; a new one past the cap is told why.
+        let open = self.store.conversations().side_turns_open(tenant, &route).await.map_err(err)?;
+        if open >= MAX_OPEN {
+            let why = format!("{open} background requests of yours are still at work; ask again when one is done.");
+            return self.refuse(channel, &msg, raw, why).await;
+        }
         let target = TurnTarget::New { source: route.source, user_key: route.user_key.clone(), history: Vec::new() };
         let (turn, transcriptions) = self.turn_of(channel, &msg, &route, target, request, None).await;
         let source = source_of(channel);

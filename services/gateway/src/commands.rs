@@ -22,10 +22,23 @@ const BUSY_MODES: &str = "Write /steer and a message to guide what I'm doing rig
 /// that this channel keeps for its admins, when someone else sends it. A command is kept by
 /// its name or the alias used; the commands for everyone cannot be kept.
 pub fn gated(channel: &Channel, msg: &Incoming) -> Option<String> {
-    let word = msg.text.split_whitespace().next()?.strip_prefix('/')?;
-    let admin = channel.is_admin(&msg.user_id);
+    if channel.is_admin(&msg.user_id) {
+        return None;
+    }
+    let mut words = msg.text.split_whitespace();
+    let word = words.next()?.strip_prefix('/')?;
+    let refused = kept_word(channel, word);
+    // `/steer`, `/queue` and `/background` carry a message: a command in it is gated as well.
+    let carries = hermes_core::commands::named(word)
+        .is_some_and(|s| matches!(s.command, ChatCommand::Steer | ChatCommand::Queue | ChatCommand::Background));
+    let carried = carries.then(|| words.next().and_then(|w| w.strip_prefix('/'))).flatten();
+    refused.or_else(|| carried.and_then(|w| kept_word(channel, w)))
+}
+
+/// The refusal of `/word` by someone who is not an admin, if the channel keeps it.
+fn kept_word(channel: &Channel, word: &str) -> Option<String> {
     let spec = hermes_core::commands::named(word);
-    if admin || spec.is_some_and(|s| s.access == Access::Everyone) {
+    if spec.is_some_and(|s| s.access == Access::Everyone) {
         return None;
     }
     let kept = |name: &str| channel.admin_commands.iter().any(|c| c == name);
@@ -235,5 +248,11 @@ mod tests {
         assert_eq!(from("5", "/whoami"), None);
         assert_eq!(from("5", "/status"), None, "not listed");
         assert_eq!(from("5", "hello"), None);
+        // A command carried in a message for later is gated as if sent alone.
+        for carried in ["/bg /model y", "/btw /my-skill go", "/queue /reset", "/steer /model z"] {
+            assert!(from("5", carried).is_some_and(|r| r.starts_with("Only this bot's admins")), "{carried}");
+        }
+        assert_eq!(from("9", "/bg /model y"), None);
+        assert_eq!(from("5", "/bg what is /model"), None, "only its first word");
     }
 }

@@ -143,6 +143,17 @@ impl Gateway {
         self.reply(channel, msg, text).await
     }
 
+    /// Answers `msg` with `why` instead of taking it in (stored, so answered once).
+    pub(crate) async fn refuse(
+        &self,
+        channel: &Channel,
+        msg: &Incoming,
+        raw: &Value,
+        why: String,
+    ) -> Result<(), IngestError> {
+        self.answer_at_once(channel, msg, raw, Answer::Refusal(Refusal::Told(why))).await
+    }
+
     /// Queues the answer `text` to `msg`, once per message.
     pub(crate) async fn reply(&self, channel: &Channel, msg: &Incoming, text: String) -> Result<(), IngestError> {
         let key = format!("{}:{}:reply", source_of(channel), msg.dedupe_key);
@@ -157,6 +168,9 @@ impl Gateway {
     /// Makes the message a turn (or part of one) in its conversation, as the busy mode says.
     async fn queue_turn(&self, channel: &Channel, msg: Incoming, raw: &Value) -> Result<(), IngestError> {
         if let Some(request) = crate::background_commands::background_request(&msg.text) {
+            if request.trim_start().starts_with('/') {
+                return self.refuse(channel, &msg, raw, crate::background_commands::NO_COMMANDS.into()).await;
+            }
             let request: String = request.chars().take(MAX_TEXT_CHARS).collect();
             return self.background(channel, msg, raw, request).await;
         }

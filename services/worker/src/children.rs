@@ -11,9 +11,9 @@
 use std::sync::Arc;
 
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
-use hermes_core::{ChildRole, ChildState, SessionSource, TenantId, ToolsetName};
+use hermes_core::{ChildRole, SessionSource, TenantId, ToolsetName};
 use hermes_sandbox::{SandboxKey, Sandboxes};
-use hermes_store::{Agent, ClaimedTurn, StoreError, TurnStatus};
+use hermes_store::{Agent, ClaimedTurn, StoreError};
 use hermes_tools::ToolRegistry;
 
 use crate::Runtime;
@@ -74,6 +74,9 @@ pub(crate) struct ChildRun {
     pub role: ChildRole,
     pub max_iterations: u32,
     pub tools: Vec<String>,
+    pub toolsets: Vec<String>,
+    /// When the parent delegated: the time limit runs from here.
+    pub started_at: chrono::DateTime<chrono::Utc>,
 }
 
 impl ChildRun {
@@ -84,19 +87,36 @@ impl ChildRun {
                 role: task.role,
                 max_iterations: u32::try_from(task.max_iterations).unwrap_or(1).max(1),
                 tools: task.tools,
+                toolsets: task.toolsets,
+                started_at: task.started_at,
             },
-            None => Self { role: ChildRole::Leaf, max_iterations: 1, tools: Vec::new() },
+            None => Self {
+                role: ChildRole::Leaf,
+                max_iterations: 1,
+                tools: Vec::new(),
+                toolsets: Vec::new(),
+                started_at: chrono::Utc::now(),
+            },
         })
     }
 
-    /// The toolsets of the child's turn: the agent's (as the turn narrowed them) without the
-    /// excluded ones; delegation only for an orchestrator that may go deeper.
+    /// The toolsets of the child's turn: those of the agent its parent's turn had (a chat's
+    /// narrower set stays narrow), without the excluded ones; delegation only for an
+    /// orchestrator that may go deeper.
     pub fn restrict(&self, toolsets: &mut Vec<String>, max_depth: u32) {
+        toolsets.retain(|t| self.toolsets.contains(t));
         let delegates = may_delegate(self.role, 1, max_depth) && ToolsetName::Delegation.enabled_in(toolsets);
         toolsets.retain(|t| !t.parse().is_ok_and(|t| CHILD_EXCLUDED_TOOLSETS.contains(&t)));
         if delegates {
             toolsets.push(ToolsetName::Delegation.as_str().to_owned());
         }
+    }
+
+    /// How long the child may still work, of `limit` from its delegation (a child resumed
+    /// on another worker does not start its time again).
+    pub fn time_left(&self, limit: std::time::Duration) -> std::time::Duration {
+        let spent = (chrono::Utc::now() - self.started_at).to_std().unwrap_or_default();
+        limit.saturating_sub(spent).max(std::time::Duration::from_secs(1))
     }
 
     /// The child's tools: none its parent's turn lacked (`delegate_task` aside, which
@@ -120,34 +140,14 @@ pub(crate) fn turn_model(models: &Models, child: bool, agent: &mut Agent) -> Tur
     model
 }
 
-/// What a background child's parent is told of its turn: its answer, else why it failed.
-/// `None` for any other turn.
-pub(crate) fn summary_of(turn: &ClaimedTurn, outcome: &hermes_core::TurnOutcome) -> Option<String> {
-    if turn.session_source != SessionSource::Subagent {
-        return None;
-    }
-    Some(match &outcome.error {
-        Some(error) if outcome.content.trim().is_empty() => error.clone(),
-        _ => outcome.content.clone(),
-    })
-}
-
-/// After a background child's turn ended: its summary (or why it failed) is recorded, and the
-/// last child of its delegation queues the report on the parent's conversation.
-pub(crate) async fn finished(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, status: TurnStatus, summary: &str) {
-    let state = if status == TurnStatus::Completed { ChildState::Completed } else { ChildState::Failed };
-    match rt.ctx.store.turns().finish_child(tenant, turn.turn_id, state, summary).await {
-        Ok(Some(parent)) => {
-            metrics::counter!("hermes_delegation_reports_total").increment(1);
-            let work = hermes_queue::SessionWork { tenant_id: tenant, session_id: parent };
-            if let Err(e) = rt.ctx.broker.publish_work(&work).await {
-                tracing::warn!(error = %e, "cannot signal the delegation's report; the reaper will");
-            }
-        }
-        Ok(None) => {}
-        // The child's turn is stored as ended: its task stays running, and the report waits
-        // until someone stops it (rare: the database failed between two statements).
-        Err(e) => tracing::error!(error = %e, "cannot record the child's end"),
+/// After a background child's turn ended: when it was the last of its batch, its report was
+/// queued with its end on the parent's conversation `report`, whose workers are signalled.
+pub(crate) async fn reported(rt: &Runtime, tenant: TenantId, report: Option<hermes_core::SessionId>) {
+    let Some(parent) = report else { return };
+    metrics::counter!("hermes_delegation_reports_total").increment(1);
+    let work = hermes_queue::SessionWork { tenant_id: tenant, session_id: parent };
+    if let Err(e) = rt.ctx.broker.publish_work(&work).await {
+        tracing::warn!(error = %e, "cannot signal the delegation's report; the reaper will");
     }
 }
 
@@ -158,7 +158,13 @@ mod tests {
     #[test]
     fn a_child_keeps_none_of_the_blocked_toolsets_and_only_an_orchestrator_may_delegate() {
         let agent = || ["terminal", "delegation", "memory", "clarify", "web", "cronjob"].map(String::from).to_vec();
-        let leaf = ChildRun { role: ChildRole::Leaf, max_iterations: 50, tools: vec![] };
+        let leaf = ChildRun {
+            role: ChildRole::Leaf,
+            max_iterations: 50,
+            tools: vec![],
+            toolsets: agent(),
+            started_at: chrono::Utc::now(),
+        };
         let mut toolsets = agent();
         leaf.restrict(&mut toolsets, 3);
         assert_eq!(toolsets, ["terminal", "web"]);
@@ -169,5 +175,10 @@ mod tests {
         let mut toolsets = agent();
         orchestrator.restrict(&mut toolsets, 1);
         assert_eq!(toolsets, ["terminal", "web"], "depth 1: children never delegate");
+        // A parent in a chat kept to the web: its child gets no terminal, whatever the agent has.
+        let narrowed = ChildRun { toolsets: vec!["web".into(), "delegation".into()], ..orchestrator };
+        let mut toolsets = agent();
+        narrowed.restrict(&mut toolsets, 2);
+        assert_eq!(toolsets, ["web", "delegation"]);
     }
 }

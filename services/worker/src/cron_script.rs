@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use hermes_core::cron::SCRIPTS_DIR;
+use hermes_core::quote::fenced;
 use hermes_core::{ErrorCode, FinishReason, JobId, TenantId, TurnOutcome, Usage};
 use hermes_sandbox::{ExecRequest, SandboxKey};
 use hermes_store::cron::RunSettings;
@@ -279,12 +280,6 @@ fn cap(text: &str) -> String {
 }
 
 /// `text` in a code fence it cannot close: longer than any run of backticks in it.
-fn fenced(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
-    format!("{fence}\n{text}\n{fence}")
-}
-
 /// `text` as one single-quoted shell word.
 fn quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))

@@ -127,3 +127,39 @@ async fn cron_hooks_and_waiting_approvals_are_run_answered_and_watched_from_the_
     assert_eq!(shown[0]["tenant_id"].as_str(), Some(acme.to_string().as_str()));
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_sessions_goal_is_set_watched_paused_and_dropped_from_the_console() {
+    let Acme { env, id: acme, key, owner, viewer } = Acme::start(Roles::default()).await;
+    let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
+    let (s, session) = call(&env, &key, "post", "/api/sessions", Some(json!({"title": "release"}))).await;
+    assert_eq!(s, 201, "{session}");
+    let goal = t(&format!("/sessions/{}/goal", session["id"].as_str().unwrap()));
+    let (s, none) = viewer.call(&env, Method::GET, &goal, None).await;
+    assert_eq!(s, 404, "no goal yet: {none}");
+
+    env.llm.push(ScriptedReply::text("Tagged and shipped."));
+    env.llm.push(ScriptedReply::text(r#"{"done": true, "reason": "Shipped."}"#));
+    let body = json!({"goal": "ship the release"});
+    assert_eq!(viewer.call(&env, Method::PUT, &goal, Some(body.clone())).await.0, 403, "a member only watches");
+    let (s, set) = owner.call(&env, Method::PUT, &goal, Some(body)).await;
+    assert_eq!((s, set["state"].as_str()), (202, Some("active")), "{set}");
+    let done = poll_until(async || {
+        let (_, shown) = viewer.call(&env, Method::GET, &goal, None).await;
+        (shown["state"] == "done").then_some(shown)
+    })
+    .await
+    .expect("the goal is reached");
+    assert_eq!(done["last_reason"], "Shipped.");
+
+    let (s, paused) = owner.call(&env, Method::PATCH, &goal, Some(json!({"state": "paused"}))).await;
+    assert_eq!((s, paused["state"].as_str()), (200, Some("paused")), "{paused}");
+    assert_eq!(owner.call(&env, Method::DELETE, &goal, None).await.0, 204);
+    assert_eq!(owner.call(&env, Method::DELETE, &goal, None).await.0, 404, "dropped already");
+    let (_, audit) = owner.call(&env, Method::GET, &t("/audit?limit=50"), None).await;
+    let actions: Vec<&str> = audit["data"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
+    for action in ["session.goal_set", "session.goal_paused", "session.goal_cleared"] {
+        assert!(actions.contains(&action), "{action} in {actions:?}");
+    }
+    env.stop().await;
+}

@@ -3,7 +3,7 @@
 
 use hermes_core::{ChatMessage, SessionId, SessionSource, TenantId, TurnId};
 
-use super::{NewTurn, TurnTarget};
+use super::new_turn::{NewTurn, TurnTarget};
 use crate::messages::columns;
 use crate::{Result, StoreError, views::Turns};
 

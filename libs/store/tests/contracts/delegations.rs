@@ -19,6 +19,7 @@ fn delegation<'a>(t: &Tenant, parent_turn: TurnId, call_id: &'a str, goals: &[&s
         reply_to: None,
         max_iterations: 7,
         tools: vec!["terminal".into()],
+        toolsets: vec!["terminal".into(), "web".into()],
         children: goals.iter().map(child).collect(),
         cap,
     }
@@ -61,7 +62,10 @@ async fn the_last_child_to_end_queues_one_report_and_a_call_run_again_starts_not
     let (first, second) = (turn_of(&pool, sessions[0]).await, turn_of(&pool, sessions[1]).await);
     let task = store.turns().child_task(a.id, first).await.unwrap().expect("a child's turn");
     assert_eq!((task.delegation_id, task.position, task.role, task.max_iterations), (id, 1, ChildRole::Leaf, 7));
-    assert_eq!(task.tools, ["terminal"]);
+    assert_eq!(
+        (task.tools.as_slice(), task.toolsets.as_slice()),
+        (&["terminal".to_owned()][..], &["terminal".to_owned(), "web".to_owned()][..])
+    );
     assert!(store.turns().child_task(b.id, first).await.unwrap().is_none(), "not another tenant's");
     assert!(store.turns().running_children(b.id, a.session).await.unwrap().is_empty());
     let running = store.turns().running_children(a.id, a.session).await.unwrap();
@@ -78,9 +82,18 @@ async fn the_last_child_to_end_queues_one_report_and_a_call_run_again_starts_not
     assert_eq!(finish(second, ChildState::Completed, "again").await.unwrap(), None);
     let queued = reports(&pool, &a).await;
     assert_eq!(queued.len(), 1, "one report: {queued:?}");
-    assert!(queued[0].contains("### Task 1: count files\n42 files"), "{}", queued[0]);
-    assert!(queued[0].ends_with("### Task 2 — failed: check disk\ndisk gone"), "{}", queued[0]);
+    assert!(queued[0].contains("### Task 1: count files\n```\n42 files\n```"), "{}", queued[0]);
+    assert!(queued[0].ends_with("### Task 2 — failed: check disk\n```\ndisk gone\n```"), "{}", queued[0]);
     assert!(store.turns().running_children(a.id, a.session).await.unwrap().is_empty());
+
+    // The report's own turn may not start more children in the background: no chains.
+    let report: uuid::Uuid = sqlx::query_scalar("SELECT report_turn_id FROM delegations WHERE id = $1")
+        .bind(id.as_uuid())
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let chained = delegation(&a, TurnId::from_uuid(report), "call_1", &["again"], 8);
+    assert_eq!(store.turns().start_delegation(a.id, &chained).await.unwrap(), Started::FromReport);
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]

@@ -30,6 +30,7 @@ async fn complete(
         .turns()
         .finish_turn(t.id, t.session, turn, owner, fence, TurnStatus::Completed, &outcome, final_message, &[])
         .await
+        .map(|_| ())
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]

@@ -35,7 +35,9 @@ pub use runs::{
     ApprovalResponseKind, InteractionRequest, Responded, Run, RunApproval, RunApprovalResponse, RunError, RunEvent,
     RunEventKind, RunKind, RunRequest, RunStarted, RunStatus, RunStopped, RunUsage, StartedStatus, StopStatus,
 };
-pub use sessions::{LineageNode, NumberedMessage, Session, SessionWithLineage};
+pub use sessions::{
+    GoalChange, GoalStarted, LineageNode, NumberedMessage, Session, SessionGoal, SessionWithLineage, SetGoal,
+};
 pub use usage::{UsageLine, UsageReport, UsageTotals};
 
 use serde::{Deserialize, Serialize};

@@ -4,7 +4,7 @@
 
 import { h, when, field } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, headings, notice } from '../app.js';
+import { api, headings, notice, submitThenReload } from '../app.js';
 
 const SOURCES = ['api', 'cron', 'webhook', 'telegram', 'slack', 'wecom'];
 
@@ -76,6 +76,7 @@ export async function transcriptPage(section, ctx, sessionId) {
     h('p', {}, h('a', { href: `${ctx.base}/sessions` }, `← ${t('back')}`), ' · ',
       h('a', { href: `/admin/v1/tenants/${ctx.id}/sessions/${sessionId}/export`, download: `session-${sessionId}.json` }, t('exportJson'))),
     h('h2', {}, found.session.title || t('transcript')),
+    await goalPanel(ctx, sessionId),
     h('div', { class: 'transcript' }, found.messages.map(message)));
   if (ctx.may('sessions.manage')) {
     const status = h('div', { 'aria-live': 'polite' });
@@ -92,4 +93,33 @@ export async function transcriptPage(section, ctx, sessionId) {
       },
     }, t('deleteSession')), status);
   }
+}
+
+// The session's standing goal: where it stands, and (for who may manage sessions) a form to
+// set one and buttons to pause, resume or drop it. Its text is drawn as text.
+async function goalPanel(ctx, sessionId) {
+  const path = `/admin/v1/tenants/${ctx.id}/sessions/${sessionId}/goal`;
+  const goal = await api('GET', path).catch(() => null);
+  const status = h('div', { 'aria-live': 'polite' });
+  const shown = goal
+    ? h('p', { 'data-testid': 'goal' }, h('strong', {}, `${t('goal')}: `), goal.goal, ` (${t(`goal_${goal.state}`)}, `,
+      `${goal.turns_used}/${goal.max_turns} ${t('turnsUsed')})`, goal.last_reason ? ` · ${goal.last_reason}` : '')
+    : h('p', { 'data-testid': 'goal' }, t('noGoal'));
+  if (!ctx.may('sessions.manage')) return h('section', { class: 'goal' }, shown);
+  const act = (label, run) => h('button', {
+    type: 'button',
+    on: { click: async () => { try { await run(); location.reload(); } catch (err) { status.replaceChildren(notice('error', err.message)); } } },
+  }, label);
+  const controls = !goal ? [] : [
+    goal.state === 'active'
+      ? act(t('pauseGoal'), () => api('PATCH', path, { state: 'paused' }))
+      : act(t('resumeGoal'), () => api('PATCH', path, { state: 'active' })),
+    act(t('clearGoal'), () => api('DELETE', path)),
+  ];
+  const text = h('textarea', { name: 'goal', rows: 2, required: true, 'aria-label': t('goal') });
+  const form = h('form', {
+    class: 'filters',
+    on: submitThenReload(() => api('PUT', path, { goal: text.value }), status),
+  }, field(t('newGoal'), text), h('button', { type: 'submit' }, t('setGoal')));
+  return h('section', { class: 'goal' }, shown, ...controls, form, status);
 }

@@ -17,6 +17,7 @@ mod console;
 mod conversations;
 mod credentials;
 mod errors;
+mod goals;
 mod invitations;
 mod live;
 mod mcp;
@@ -163,6 +164,10 @@ pub(crate) fn routes(state: &AdminState) -> Router<RoleState> {
             get(conversations::transcript).delete(conversations::delete_session),
         )
         .route("/admin/v1/tenants/{tenant}/sessions/{id}/export", get(conversations::export))
+        .route(
+            "/admin/v1/tenants/{tenant}/sessions/{id}/goal",
+            get(goals::get).put(goals::set).patch(goals::change).delete(goals::delete),
+        )
         .route("/admin/v1/tenants/{tenant}/turns", get(live::open_turns))
         .route("/admin/v1/tenants/{tenant}/turns/{id}/stop", post(live::stop))
         .route("/admin/v1/tenants/{tenant}/turns/{id}/events", get(live::events))

@@ -187,7 +187,8 @@ impl DelegateTool {
             .collect();
         // Children get none of the parent's tools they never get.
         let tools = self.tools.names().into_iter().filter(|n| !CHILD_EXCLUDED.contains(n)).map(str::to_owned).collect();
-        crate::tools::delegate_background::start(&self.children, ctx, children, tools, max_iterations).await
+        let toolsets = self.models.agent.toolsets.clone();
+        crate::tools::delegate_background::start(&self.children, ctx, children, (tools, toolsets), max_iterations).await
     }
 
     fn child_tools(&self, role: ChildRole) -> ToolRegistry {

@@ -4,9 +4,10 @@
 //! ends, one turn with every summary is queued on the parent's conversation, and the agent's
 //! answer to it goes to the chat the call came from. `/agents` lists them, `/stop` cancels them.
 //!
-//! Only a turn that can answer later goes to the background: a chat's. An API request's turn
-//! ends with its response, so there its children run in the foreground, as upstream's
-//! request/response endpoints do.
+//! Only a turn a person attends and that can answer later goes to the background: a chat's.
+//! An API request's turn ends with its response, so there its children run in the
+//! foreground, as upstream's request/response endpoints do; so do a cron run's and a
+//! webhook's (their limits would not reach the report), and a report's own (no chains).
 
 use std::sync::Arc;
 
@@ -31,16 +32,21 @@ pub(crate) struct Children {
     pub sandboxes: Arc<dyn hermes_sandbox::Sandboxes>,
 }
 
-/// Queues `children` (with the parent's `tools`) as background children and returns the
-/// handle the model reads, or `None` when this turn cannot take a later answer (its children
-/// run in the foreground).
+/// Queues `children` (with the parent turn's tools and toolsets) as background children and
+/// returns the handle the model reads, or `None` when this turn cannot take a later answer or
+/// is itself a report (its children run in the foreground).
 pub(crate) async fn start(
     config: &Children,
     ctx: &ToolCtx,
     children: Vec<NewChild>,
-    tools: Vec<String>,
+    (tools, toolsets): (Vec<String>, Vec<String>),
     max_iterations: u32,
 ) -> Result<Option<String>, ToolError> {
+    // Only a turn someone attends: a cron run's or a webhook's would hand its children, and
+    // their report, past the limits its job or hook set.
+    if !ctx.interaction.enabled {
+        return Ok(None);
+    }
     let store = &config.store;
     let unavailable = |e: hermes_store::StoreError| {
         tracing::warn!(error = %e, "cannot start background children");
@@ -58,6 +64,7 @@ pub(crate) async fn start(
         reply_to: Some(&reply_to),
         max_iterations: i32::try_from(max_iterations).unwrap_or(50),
         tools,
+        toolsets,
         children,
         cap: i64::from(config.cap),
     };
@@ -81,6 +88,7 @@ pub(crate) async fn start(
             });
             Ok(Some(handle.to_string()))
         }
+        Started::FromReport => Ok(None),
         Started::OverCap { running } => Err(ToolError::RespondToModel(format!(
             "{running} background tasks are already running for this team (at most {} at once). Wait for them, \
              or run these now without background.",

@@ -40,7 +40,8 @@ impl Claim<'_> {
             .finish_turn(tenant, session, turn.turn_id, owner, fence, TurnStatus::Cancelled, &outcome, None, &[])
             .await
         {
-            Ok(()) => {
+            Ok(report) => {
+                crate::children::reported(rt, tenant, report).await;
                 tracing::info!(parent: span, "turn cancelled");
                 metrics::counter!("hermes_turns_total", "status" => "cancelled", "code" => "none").increment(1);
                 let events = EventPublisher::for_turn(rt.ctx.broker.clone(), tenant, turn);

@@ -85,11 +85,7 @@ pub(super) async fn settle(
             Ran::Done
         }
         TurnEnd::Finished(outcome) => {
-            let summary = crate::children::summary_of(claim.turn, &outcome);
             let Some(status) = finish(claim, &journal, events, outcome, started).await else { return Ran::Stop };
-            if let Some(summary) = summary {
-                crate::children::finished(claim.rt, claim.tenant, claim.turn, status, &summary).await;
-            }
             after_finish(claim, &journal, status, ending.goal).await;
             Ran::Done
         }
@@ -123,13 +119,16 @@ async fn finish(
     let store = &rt.ctx.store;
     let stored =
         store.turns().finish_turn(tenant, session, turn.turn_id, owner, turn.fence, status, &outcome, answer, &calls);
-    if let Err(e) = stored.await {
-        match e {
-            StoreError::Fenced => tracing::warn!("the turn was taken over before its outcome was stored"),
-            e => tracing::error!(error = %e, "cannot store the turn outcome"),
+    match stored.await {
+        Ok(report) => crate::children::reported(rt, tenant, report).await,
+        Err(e) => {
+            match e {
+                StoreError::Fenced => tracing::warn!("the turn was taken over before its outcome was stored"),
+                e => tracing::error!(error = %e, "cannot store the turn outcome"),
+            }
+            events.finish(None).await;
+            return None;
         }
-        events.finish(None).await;
-        return None;
     }
     let label = if status == TurnStatus::Completed { "completed" } else { "failed" };
     // Failures by their closed error code (`none` for an answer): what the dashboard breaks

@@ -165,7 +165,8 @@ pub(super) async fn plan(
     let start = planner.start(prompt, history, &tools);
     let tool_ctx = planner.tool_ctx(&agent, &models, origin, resolution, allowed);
     let (limits, inactivity_limit) = planner.limits(origin, child.as_ref());
-    let deadline = child.is_some().then(|| Duration::from_secs(rt.ctx.config.worker.child_timeout_seconds));
+    let limit = Duration::from_secs(rt.ctx.config.worker.child_timeout_seconds);
+    let deadline = child.as_ref().map(|child| child.time_left(limit));
     let plan = TurnPlan {
         agent,
         origin,
