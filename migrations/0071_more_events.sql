@@ -3,11 +3,14 @@
 -- finished, an approval was answered (or expired), a turn failed. Payloads: docs/API.md.
 -- Written to apply again over itself.
 
--- A tool's result is stored: its call finished.
+-- A tool's result is stored by the turn that ran it: its call finished. Results a client sent
+-- as history, a fork's copies (no turn) and a compaction's (`hermes.copying`) are not calls
+-- that finished here and now.
 CREATE OR REPLACE FUNCTION messages_emit_tool_finished() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM event_hooks WHERE tenant_id = NEW.tenant_id AND enabled) THEN
+    IF current_setting('hermes.copying', true) IS DISTINCT FROM 'on'
+       AND EXISTS (SELECT 1 FROM event_hooks WHERE tenant_id = NEW.tenant_id AND enabled) THEN
         PERFORM emit_event(NEW.tenant_id, 'tool.finished', jsonb_build_object(
             'session_id', NEW.session_id, 'turn_id', NEW.turn_id, 'call_id', NEW.tool_call_id,
             'tool', NEW.name, 'output', left(NEW.content #>> '{}', 2000), 'finished_at', NEW.created_at));
@@ -16,7 +19,7 @@ BEGIN
 END $$;
 DROP TRIGGER IF EXISTS messages_tool_finished ON messages;
 CREATE TRIGGER messages_tool_finished AFTER INSERT ON messages FOR EACH ROW
-    WHEN (NEW.role = 'tool') EXECUTE FUNCTION messages_emit_tool_finished();
+    WHEN (NEW.role = 'tool' AND NEW.turn_id IS NOT NULL) EXECUTE FUNCTION messages_emit_tool_finished();
 
 CREATE OR REPLACE FUNCTION sessions_emit_started() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -36,14 +39,19 @@ CREATE TRIGGER sessions_started AFTER INSERT ON sessions FOR EACH ROW EXECUTE FU
 -- same conversation going on in its child: not an end.
 CREATE OR REPLACE FUNCTION emit_session_ended(p_tenant uuid, p_session uuid, p_reason text) RETURNS void
 LANGUAGE plpgsql AS $$
+DECLARE
+    payload jsonb;
 BEGIN
-    -- Nothing while the tenant itself is being deleted (its endpoints go with it).
-    IF EXISTS (SELECT 1 FROM event_hooks WHERE tenant_id = p_tenant AND enabled)
-       AND EXISTS (SELECT 1 FROM tenants WHERE id = p_tenant) THEN
-        PERFORM emit_event(p_tenant, 'session.ended', (
-            SELECT jsonb_build_object('session_id', s.id, 'agent_id', s.agent_id, 'source', s.source,
-                                      'title', s.title, 'reason', p_reason, 'ended_at', now())
-            FROM sessions s WHERE s.tenant_id = p_tenant AND s.id = p_session));
+    IF NOT EXISTS (SELECT 1 FROM event_hooks WHERE tenant_id = p_tenant AND enabled) THEN
+        RETURN;
+    END IF;
+    SELECT jsonb_build_object('session_id', s.id, 'agent_id', s.agent_id, 'source', s.source, 'title', s.title,
+                              'reason', p_reason, 'ended_at', now())
+      INTO payload FROM sessions s WHERE s.tenant_id = p_tenant AND s.id = p_session;
+    -- Nothing for a session already gone (a route deleted with its session, or with its agent
+    -- or tenant): the session's own delete told of it, if anything.
+    IF payload IS NOT NULL THEN
+        PERFORM emit_event(p_tenant, 'session.ended', payload);
     END IF;
 END $$;
 
@@ -70,7 +78,10 @@ CREATE TRIGGER session_routes_moved AFTER UPDATE OF session_id ON session_routes
 CREATE OR REPLACE FUNCTION sessions_emit_deleted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM emit_session_ended(OLD.tenant_id, OLD.id, 'deleted');
+    -- Nothing while the tenant itself is being deleted (its endpoints go with it).
+    IF EXISTS (SELECT 1 FROM tenants WHERE id = OLD.tenant_id) THEN
+        PERFORM emit_session_ended(OLD.tenant_id, OLD.id, 'deleted');
+    END IF;
     RETURN OLD;
 END $$;
 DROP TRIGGER IF EXISTS sessions_deleted ON sessions;
@@ -79,13 +90,14 @@ CREATE TRIGGER sessions_deleted BEFORE DELETE ON sessions FOR EACH ROW EXECUTE F
 CREATE OR REPLACE FUNCTION delegation_tasks_emit_finished() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM emit_event(NEW.tenant_id, 'child.finished', (
-        SELECT jsonb_build_object(
-            'delegation_id', NEW.delegation_id, 'position', NEW.position, 'goal', left(NEW.goal, 500),
-            'state', NEW.state, 'summary', left(NEW.summary, 4000), 'session_id', NEW.session_id,
-            'turn_id', NEW.turn_id, 'parent_session_id', d.parent_session_id, 'agent_id', d.agent_id,
-            'finished_at', NEW.finished_at)
-        FROM delegations d WHERE d.tenant_id = NEW.tenant_id AND d.id = NEW.delegation_id));
+    -- Built from the row itself, so the payload is never NULL (a NULL would fail the change).
+    PERFORM emit_event(NEW.tenant_id, 'child.finished', jsonb_build_object(
+        'delegation_id', NEW.delegation_id, 'position', NEW.position, 'goal', left(NEW.goal, 500),
+        'state', NEW.state, 'summary', left(NEW.summary, 4000), 'session_id', NEW.session_id,
+        'turn_id', NEW.turn_id, 'finished_at', NEW.finished_at,
+        'parent_session_id', (SELECT parent_session_id FROM delegations
+                              WHERE tenant_id = NEW.tenant_id AND id = NEW.delegation_id),
+        'agent_id', (SELECT agent_id FROM delegations WHERE tenant_id = NEW.tenant_id AND id = NEW.delegation_id)));
     RETURN NULL;
 END $$;
 DROP TRIGGER IF EXISTS delegation_tasks_finished ON delegation_tasks;

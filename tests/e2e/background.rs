@@ -188,3 +188,48 @@ async fn a_background_request_is_answered_in_the_chat_from_a_conversation_of_its
     assert_eq!(sent(&tg, 5).await[4].text, "/background takes a request in words; send a command on its own.");
     pod.stop_with(env).await;
 }
+
+#[tokio::test]
+async fn a_watched_process_wakes_the_agent_when_it_prints_a_pattern_and_when_it_ends() {
+    let env = TestEnv::start().await;
+    let (tg, pod) = delegating_bot(&env).await;
+    let command = "sleep 1; echo 'server READY on :3000'; sleep 5; echo build-done";
+    let args = json!({"command": command, "background": true, "notify_on_complete": true, "watch_patterns": ["READY"]});
+    env.llm.push(ScriptedReply::tool_call("terminal", args));
+    tg.user_says(TOKEN, 42, "start the dev server");
+    let started = message_with(&tg, "Started in the background").await;
+    assert!(started.contains("You will get a message when its output shows “READY”, and when it ends."), "{started}");
+    // Each notice is a turn of the conversation (the scripted model echoes it to the chat).
+    let ready = message_with(&tg, "printed “READY”").await;
+    assert!(ready.contains("server READY on :3000"), "{ready}");
+    let ended = message_with(&tg, "finished: exit code 0").await;
+    assert!(ended.contains("build-done"), "{ended}");
+    // Nothing more may come: the wait is the behaviour under test.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(texts(&tg).len(), 3, "{:?}", texts(&tg));
+    let sessions = env.count("SELECT count(DISTINCT session_id) FROM turns").await;
+    assert_eq!(sessions, 1, "the notices are turns of the same conversation");
+    pod.stop_with(env).await;
+}
+
+#[tokio::test]
+async fn a_worker_killed_while_a_process_is_watched_leaves_one_notice() {
+    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
+    let (tg, pod) = delegating_bot(&env).await;
+    let worker_a = env.spawn_hermesd(&["worker"], "worker-a");
+    let args = json!({"command": "sleep 6; echo migrated", "background": true, "notify_on_complete": true});
+    env.llm.push(ScriptedReply::tool_call("terminal", args));
+    tg.user_says(TOKEN, 42, "run the migration");
+    message_with(&tg, "Started in the background").await;
+    env.wait_for_count("SELECT count(*) FROM process_watches", 1).await;
+    kill(worker_a);
+    let worker_b = env.spawn_hermesd(&["worker"], "worker-b");
+    let ended = message_with(&tg, "finished: exit code 0").await;
+    assert!(ended.contains("migrated"), "{ended}");
+    // Nothing may be sent twice: the wait is the behaviour under test.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(texts(&tg).len(), 2, "one answer, one notice: {:?}", texts(&tg));
+    assert_eq!(env.count("SELECT count(*) FROM process_watches WHERE state = 'done'").await, 1);
+    kill(worker_b);
+    pod.stop_with(env).await;
+}

@@ -145,7 +145,7 @@ async fn goal_when(env: &TestEnv, key: &str, session: &str, pred: impl Fn(&Value
 #[tokio::test]
 async fn a_goal_set_through_the_api_runs_until_done_and_is_paused_resumed_and_dropped_there() {
     let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let (acme, ops, key) = env.tenant("acme", "ops").await;
     let (_, _, stranger) = env.tenant("beta", "ops").await;
     let (status, session) = call(&env, &key, "post", "/api/sessions", Some(json!({"title": "release"}))).await;
     assert_eq!(status, 201, "{session}");
@@ -167,13 +167,25 @@ async fn a_goal_set_through_the_api_runs_until_done_and_is_paused_resumed_and_dr
     let done = goal_when(&env, &key, &id, |g| g["state"] == "done").await;
     assert_eq!((done["turns_used"].as_i64(), done["last_reason"].as_str()), (Some(2), Some("It is shipped.")));
     let requests = env.llm.requests();
-    assert_eq!(requests[0].last_text(), "ship the release\n\nAlso required:\n1. the tests pass");
+    let first = requests[0].last_text();
+    assert!(first.starts_with("[Continuing toward your standing goal]\nGoal: ship the release"), "{first}");
+    assert!(first.contains("1. the tests pass"), "{first}");
     let judged = requests[1].messages()[1]["content"].as_str().unwrap().to_owned();
     assert!(judged.contains("1. the tests pass") && judged.contains("Step 1 done."), "{judged}");
     assert!(requests[2].last_text().starts_with("[Continuing toward your standing goal]"));
+    // Its steps ran under the key that set it: its usage is the key's.
+    let unkeyed = env.count("SELECT count(*) FROM turns WHERE api_key_id IS NULL").await;
+    assert_eq!(unkeyed, 0, "every step under the caller's key");
     let (_, messages) = call(&env, &key, "get", &format!("/api/sessions/{id}/messages"), None).await;
     assert!(messages.to_string().contains("All done: the release is shipped."), "the answers are the session's");
 
+    // A chat's goal is set in the chat: no other session takes one from here.
+    let made =
+        env.store.conversations().create_session(acme, ops.id, hermes_core::SessionSource::Telegram, "tg:42", None);
+    let chat = made.await.unwrap();
+    let (status, err) =
+        call(&env, &key, "put", &format!("/api/sessions/{chat}/goal"), Some(json!({"goal": "x"}))).await;
+    assert_eq!(status, 400, "{err}");
     // Another team sees no such session; nonsense is refused with the field named.
     assert_eq!(call(&env, &stranger, "get", &path, None).await.0, 404);
     assert_eq!(call(&env, &stranger, "put", &path, Some(json!({"goal": "mine now"}))).await.0, 404);

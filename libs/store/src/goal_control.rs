@@ -5,7 +5,7 @@
 
 use sqlx::PgConnection;
 
-use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
+use hermes_core::{AgentId, ApiKeyId, ChatMessage, SessionId, TenantId, TurnId};
 
 use crate::admin::audited::tenant_writes;
 use crate::goals::{Goal, continuation, drop_continuations};
@@ -13,15 +13,23 @@ use crate::{NewTurn, Result, StoreError, TurnTarget};
 
 tenant_writes! {
     in Conversations;
-    /// Sets `goal` (with `subgoals`) on the session, replacing any other, and queues the turn
-    /// that takes its first step: what `/goal TEXT` does in a chat, for the API and the
-    /// console. `NotFound` for a session that is not the tenant's.
-    pub async fn start_goal(session: SessionId, goal: &str, subgoals: &[String], max_turns: i32)
-        -> Result<(Goal, TurnId)> = start_goal_on in transaction;
+    /// Sets `goal` (with `subgoals`) on the session, replacing any other (a step of it still
+    /// waiting is dropped), and queues the turn that takes its first step, under `api_key`
+    /// when an API client set it (its limits and usage): what `/goal TEXT` does in a chat, for
+    /// the API and the console. `NotFound` for a session that is not the tenant's.
+    pub async fn start_goal(
+        session: SessionId,
+        goal: &str,
+        subgoals: &[String],
+        max_turns: i32,
+        api_key: Option<ApiKeyId>,
+    ) -> Result<(Goal, TurnId)> = start_goal_on in transaction;
 
     /// Resumes the goal with a fresh budget and, when the session has no turn waiting or at
-    /// work, queues the next step. `None` when the session has no goal.
-    pub async fn resume_goal(session: SessionId) -> Result<Option<(Goal, Option<TurnId>)>> = resume_goal_on in transaction;
+    /// work, queues the next step (under `api_key`, as [`start_goal`](Self::start_goal)).
+    /// `None` when the session has no goal.
+    pub async fn resume_goal(session: SessionId, api_key: Option<ApiKeyId>)
+        -> Result<Option<(Goal, Option<TurnId>)>> = resume_goal_on in transaction;
 
     /// Pauses (`active: false`) or resumes the goal; resuming gives it a fresh budget. A pause
     /// also drops a continuation still waiting in the queue.
@@ -31,18 +39,6 @@ tenant_writes! {
     pub async fn clear_goal(session: SessionId) -> Result<bool> = clear_goal_on in transaction;
 }
 
-/// The first turn toward a goal set from outside a chat: the goal, and its criteria if any.
-fn first_step(goal: &Goal) -> String {
-    if goal.subgoals.is_empty() {
-        return goal.goal.clone();
-    }
-    let mut text = format!("{}\n\nAlso required:", goal.goal);
-    for (i, sub) in goal.subgoals.iter().enumerate() {
-        text.push_str(&format!("\n{}. {sub}", i + 1));
-    }
-    text
-}
-
 async fn start_goal_on(
     tx: &mut PgConnection,
     tenant: TenantId,
@@ -50,6 +46,7 @@ async fn start_goal_on(
     goal: &str,
     subgoals: &[String],
     max_turns: i32,
+    api_key: Option<ApiKeyId>,
 ) -> Result<(Goal, TurnId)> {
     let agent: Option<crate::rows::Id> =
         sqlx::query_scalar("SELECT agent_id FROM sessions WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
@@ -73,7 +70,9 @@ async fn start_goal_on(
     .fetch_one(&mut *tx)
     .await?;
     drop_continuations(&mut *tx, tenant, session).await?;
-    let first = NewTurn::new(agent, TurnTarget::Existing(session), ChatMessage::user(first_step(&goal)));
+    // Marked as every step is, so a pause or a new goal drops it while it waits.
+    let text = continuation(&goal.goal, &goal.subgoals);
+    let first = NewTurn { api_key, ..NewTurn::new(agent, TurnTarget::Existing(session), ChatMessage::user(text)) };
     let (_, turn) = crate::turns::enqueue_in(tx, tenant, &first).await?;
     Ok((goal, turn))
 }
@@ -82,6 +81,7 @@ async fn resume_goal_on(
     tx: &mut PgConnection,
     tenant: TenantId,
     session: SessionId,
+    api_key: Option<ApiKeyId>,
 ) -> Result<Option<(Goal, Option<TurnId>)>> {
     let Some(goal) = set_goal_active_on(&mut *tx, tenant, session, true).await? else { return Ok(None) };
     let (agent, busy): (crate::rows::Id, bool) = sqlx::query_as(
@@ -98,7 +98,8 @@ async fn resume_goal_on(
         return Ok(Some((goal, None)));
     }
     let text = continuation(&goal.goal, &goal.subgoals);
-    let next = NewTurn::new(agent.into(), TurnTarget::Existing(session), ChatMessage::user(text));
+    let next =
+        NewTurn { api_key, ..NewTurn::new(agent.into(), TurnTarget::Existing(session), ChatMessage::user(text)) };
     let (_, turn) = crate::turns::enqueue_in(tx, tenant, &next).await?;
     Ok(Some((goal, Some(turn))))
 }

@@ -111,7 +111,7 @@ impl Conversations<'_> {
     }
 
     /// Applies the judge's verdict on `turn` to the session's active goal (`decide` maps the
-    /// goal to its next step), once per turn: the goal's counters, the continuation turn (not
+    /// goal to its next step, or to `None` when the verdict was on another goal), once per turn: the goal's counters, the continuation turn (not
     /// when the session has turns waiting already: they run first and are judged in turn), and
     /// the notice to the chat in `reply_to`. Returns whether a continuation was queued.
     pub async fn goal_step(
@@ -119,7 +119,7 @@ impl Conversations<'_> {
         tenant: TenantId,
         (agent, session, turn): (AgentId, SessionId, TurnId),
         reply_to: Option<&Destination>,
-        decide: impl FnOnce(&Goal) -> GoalStep,
+        decide: impl FnOnce(&Goal) -> Option<GoalStep>,
     ) -> Result<bool> {
         let mut tx = self.tenant_tx(tenant).await?;
         let row = sqlx::query(
@@ -132,7 +132,8 @@ impl Conversations<'_> {
         .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else { return Ok(false) };
-        let step = decide(&crate::rows::read::<Goal>(&row)?);
+        // A verdict on a goal replaced while it was judged is no verdict on this one.
+        let Some(step) = decide(&crate::rows::read::<Goal>(&row)?) else { return Ok(false) };
         sqlx::query(
             "UPDATE session_goals SET state = $3, turns_used = $4, judge_failures = $5, last_reason = $6,
                     last_judged_turn = $7, updated_at = now()
@@ -156,8 +157,16 @@ impl Conversations<'_> {
         .await?;
         let mut queued = false;
         if let Some(text) = step.continuation.filter(|_| !waiting) {
+            // The next step runs under the judged turn's API key: its limits and its usage.
+            let api_key: Option<Option<crate::rows::Id>> =
+                sqlx::query_scalar("SELECT api_key_id FROM turns WHERE tenant_id = $1 AND id = $2")
+                    .bind(tenant.as_uuid())
+                    .bind(turn.as_uuid())
+                    .fetch_optional(&mut *tx)
+                    .await?;
             let next = NewTurn {
                 reply_to: reply_to.cloned(),
+                api_key: api_key.flatten().map(Into::into),
                 ..NewTurn::new(agent, TurnTarget::Existing(session), ChatMessage::user(text))
             };
             crate::turns::enqueue_in(&mut tx, tenant, &next).await?;

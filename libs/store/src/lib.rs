@@ -18,7 +18,8 @@
 //! - Chat platforms: [`channels`], [`pairing`], [`inbound`] (messages taken in exactly once),
 //!   [`streams`] (answer previews), [`outbox`] (replies queued for delivery).
 //! - Unattended runs: [`cron`] and [`cron_fires`] (jobs, fired runs), [`webhooks`] (inbound
-//!   triggers), [`deliveries`] (where a run's answer goes), [`event_hooks`] (outbound events).
+//!   triggers), [`deliveries`] (where a run's answer goes), [`event_hooks`] (outbound events),
+//!   [`process_watches`] (background processes that wake the agent).
 //! - [`system`]: the queries that span tenants (the reaper, outbox, cron and event claims,
 //!   retention, channel and webhook lookups before a tenant is known), and nowhere else; its
 //!   module docs say why each is cross-tenant.
@@ -53,6 +54,7 @@ pub mod migrations;
 pub mod outbox;
 pub mod pairing;
 pub mod pricing;
+pub mod process_watches;
 pub mod responses;
 pub mod routes;
 mod rows;

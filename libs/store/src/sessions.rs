@@ -167,6 +167,8 @@ impl Conversations<'_> {
     ) -> Result<SessionId> {
         let mut tx = self.tenant_tx(tenant).await?;
         let child = insert_compacted_child(&mut tx, tenant, parent, fence, prompt, body.len()).await?;
+        // Copies of what the parent holds: no event hook hears of these tool results again.
+        sqlx::query("SELECT set_config('hermes.copying', 'on', true)").execute(&mut *tx).await?;
         insert_history(&mut tx, tenant, child, turn, body).await?;
         move_to_child(&mut tx, tenant, parent, child, turn).await?;
         tx.commit().await?;

@@ -112,6 +112,7 @@ const TENANT_ROWS: &str = "
     SELECT 'mcp_servers', count(*) FROM mcp_servers UNION ALL
     SELECT 'secret_bindings', count(*) FROM secret_bindings UNION ALL
     SELECT 'pairing_requests', count(*) FROM pairing_requests UNION ALL
+    SELECT 'process_watches', count(*) FROM process_watches UNION ALL
     SELECT 'people', count(*) FROM people UNION ALL
     SELECT 'provider_credentials', count(*) FROM provider_credentials UNION ALL
     SELECT 'provider_pools', count(*) FROM provider_pools UNION ALL

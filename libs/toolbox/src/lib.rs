@@ -25,10 +25,25 @@ pub use terminal::{Foreground, MAX_OUTPUT_CHARS, TerminalTool};
 
 /// Told when a session's background processes start and when they have all finished, so
 /// processes the sandbox keeps are visible outside it (the worker marks them in Redis for the
-/// session reset rule).
+/// session reset rule), and asked to watch one that should wake the agent.
 pub trait BackgroundActivity: Send + Sync {
     fn started(&self, ctx: &ToolCtx) -> futures_util::future::BoxFuture<'static, ()>;
     fn all_finished(&self, ctx: &ToolCtx) -> futures_util::future::BoxFuture<'static, ()>;
+    /// Watches `watch`: a turn wakes the agent when the process ends or prints a pattern.
+    /// `Err`: why no notice will come.
+    fn watch(&self, ctx: &ToolCtx, watch: ProcessWatch)
+    -> futures_util::future::BoxFuture<'static, Result<(), String>>;
+}
+
+/// A background process `terminal` was asked to watch (upstream's `notify_on_complete` and
+/// `watch_patterns`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessWatch {
+    pub process_id: String,
+    pub command: String,
+    /// Plain texts: a line of output holding one wakes the agent.
+    pub patterns: Vec<String>,
+    pub notify_on_complete: bool,
 }
 
 /// Every built-in tool, before an agent's toolsets narrow it down.

@@ -12,7 +12,7 @@ use hermes_sandbox::proto::StartProcessRequest;
 use hermes_sandbox::{ExecRequest, SandboxKey, Sandboxes, status_error};
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
-use crate::sandbox_error;
+use crate::{ProcessWatch, sandbox_error};
 use hermes_tools::text::for_model;
 
 /// Output beyond this many characters is cut in the middle (40 % head, 60 % tail).
@@ -70,7 +70,13 @@ impl TerminalTool {
         Ok(())
     }
 
-    async fn background(&self, ctx: &ToolCtx, command: &str, workdir: Option<String>) -> Result<String, ToolError> {
+    async fn background(
+        &self,
+        ctx: &ToolCtx,
+        command: &str,
+        workdir: Option<String>,
+        wake: Wake,
+    ) -> Result<String, ToolError> {
         crate::approval::check(ctx, command).await?;
         self.checkpoint_if_changing(ctx, command).await?;
         let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id, workspace: ctx.workspace };
@@ -86,11 +92,72 @@ impl TerminalTool {
         if let Some(activity) = &self.activity {
             activity.started(ctx).await;
         }
-        Ok(format!(
+        let mut told = format!(
             "Started in the background as {id}. Check it with process(action=\"poll\", session_id=\"{id}\"); \
              wait, log, write and kill work the same way.",
             id = started.id
-        ))
+        );
+        if wake.asked() {
+            let watch = ProcessWatch {
+                process_id: started.id.clone(),
+                command: command.to_owned(),
+                patterns: wake.patterns.clone(),
+                notify_on_complete: wake.on_complete,
+            };
+            let watched = match &self.activity {
+                Some(activity) => activity.watch(ctx, watch).await,
+                None => Err("nothing here watches processes".to_owned()),
+            };
+            told.push_str(&match watched {
+                Ok(()) => format!(" {}", wake.promise()),
+                Err(why) => format!(" No notice will come ({why}): poll it."),
+            });
+        }
+        Ok(told)
+    }
+}
+
+/// What should wake the agent about a background process.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Wake {
+    pub on_complete: bool,
+    pub patterns: Vec<String>,
+}
+
+/// Patterns one process may watch, and the longest.
+const MAX_PATTERNS: usize = 5;
+const MAX_PATTERN_CHARS: usize = 200;
+
+impl Wake {
+    /// `notify_on_complete` and `watch_patterns` as the model gave them, checked.
+    pub fn of(args: &Value) -> Result<Self, ToolError> {
+        let on_complete = args.get("notify_on_complete").and_then(Value::as_bool).unwrap_or(false);
+        let patterns: Vec<String> = match args.get("watch_patterns") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            Some(_) => return Err(ToolError::RespondToModel("watch_patterns is a list of texts".into())),
+        };
+        let bad = |p: &String| p.trim().is_empty() || p.chars().count() > MAX_PATTERN_CHARS;
+        if patterns.len() > MAX_PATTERNS || patterns.iter().any(bad) {
+            return Err(ToolError::RespondToModel(format!(
+                "watch_patterns takes at most {MAX_PATTERNS} texts of 1 to {MAX_PATTERN_CHARS} characters"
+            )));
+        }
+        Ok(Self { on_complete, patterns })
+    }
+
+    fn asked(&self) -> bool {
+        self.on_complete || !self.patterns.is_empty()
+    }
+
+    /// What the model is told will happen.
+    fn promise(&self) -> String {
+        let shows = self.patterns.iter().map(|p| format!("“{p}”")).collect::<Vec<_>>().join(", ");
+        match (self.on_complete, self.patterns.is_empty()) {
+            (true, true) => "You will get a message when it ends.".into(),
+            (true, false) => format!("You will get a message when its output shows {shows}, and when it ends."),
+            (false, _) => format!("You will get a message when its output shows {shows}."),
+        }
     }
 }
 
@@ -156,6 +223,17 @@ impl SimpleTool for TerminalTool {
             json!({
                 "command": { "type": "string" },
                 "background": { "type": "boolean", "description": "Run detached; returns a process id." },
+                "notify_on_complete": {
+                    "type": "boolean",
+                    "description": "With background: you get a message when it ends (no need to poll)."
+                },
+                "watch_patterns": {
+                    "type": "array",
+                    "items": { "type": "string" },
+                    "maxItems": MAX_PATTERNS,
+                    "description": "With background: you get a message when a line of its output holds one of \
+                                    these texts (at most one message per 15 s; after 3, only its end is told)."
+                },
                 "timeout": { "type": "integer", "description": "Seconds before it is killed (default 180, max 600)." },
                 "workdir": { "type": "string", "description": "Default /workspace." }
             }),
@@ -169,8 +247,9 @@ impl SimpleTool for TerminalTool {
             return Err(ToolError::RespondToModel("command is empty".into()));
         }
         let workdir = args.get("workdir").and_then(Value::as_str).map(str::to_owned);
+        let wake = Wake::of(&args)?;
         if args.get("background").and_then(Value::as_bool).unwrap_or(false) {
-            return self.background(ctx, command, workdir).await;
+            return self.background(ctx, command, workdir, wake).await;
         }
         let run = self.foreground(ctx, command, workdir, args.get("timeout")).await?;
         let body = run.output;
@@ -193,7 +272,23 @@ impl SimpleTool for TerminalTool {
 
 #[cfg(test)]
 mod tests {
-    use super::changes_files;
+    use super::{Wake, changes_files};
+    use serde_json::json;
+
+    #[test]
+    fn what_wakes_the_agent_is_checked_and_promised_plainly() {
+        let wake = Wake::of(&json!({"notify_on_complete": true, "watch_patterns": ["READY", "ERROR"]})).unwrap();
+        assert_eq!(wake.patterns, ["READY", "ERROR"]);
+        assert_eq!(wake.promise(), "You will get a message when its output shows “READY”, “ERROR”, and when it ends.");
+        assert!(!Wake::of(&json!({})).unwrap().asked());
+        for bad in [
+            json!({"watch_patterns": "READY"}),
+            json!({"watch_patterns": [""]}),
+            json!({"watch_patterns": ["a", "b", "c", "d", "e", "f"]}),
+        ] {
+            assert!(Wake::of(&bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn commands_that_change_files_are_recognised() {

@@ -30,6 +30,19 @@ fn invalid(param: &'static str, why: impl Into<String>) -> ApiError {
     ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param(param)
 }
 
+/// A goal's turns answer where the session's turns do: an API client's session reads them; a
+/// chat's goal is set in the chat (`/goal`), where its answers go; cron, webhook and child
+/// sessions run unattended, with nobody to judge for.
+fn takes_goals(info: &SessionInfo) -> std::result::Result<(), ApiError> {
+    match info.source {
+        hermes_core::SessionSource::Api => Ok(()),
+        other => Err(ApiError::invalid_request(
+            ErrorCode::InvalidRequest,
+            format!("a {other} session takes no goal from here: set a chat's goal in the chat with /goal"),
+        )),
+    }
+}
+
 #[utoipa::path(get, path = "/api/sessions/{id}/goal", tag = "sessions", params(ObjectPath),
     responses((status = 200, description = "The session's goal", body = SessionGoal), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn get(at: Addressed<SessionInfo>) -> Result<Json<SessionGoal>> {
@@ -41,10 +54,13 @@ pub(crate) async fn get(at: Addressed<SessionInfo>) -> Result<Json<SessionGoal>>
     responses((status = 202, description = "Set; the first step is queued", body = GoalStarted), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn set(at: Addressed<SessionInfo>, ApiJson(body): ApiJson<SetGoal>) -> Result<Response> {
     let Visible { state, auth, found: info, .. } = at.find().await?;
+    takes_goals(&info)?;
     let ceiling = i32::try_from(state.config.worker.goal_max_turns).unwrap_or(i32::MAX);
     let max_turns = body.budget(ceiling).map_err(|(param, why)| invalid(param, why))?;
     let goals = state.store.conversations();
-    let (goal, turn) = goals.start_goal(auth.tenant_id, info.id, body.goal.trim(), &body.subgoals, max_turns).await?;
+    let text = (body.goal.trim(), body.subgoals.as_slice());
+    let key = Some(auth.key_id);
+    let (goal, turn) = goals.start_goal(auth.tenant_id, info.id, text.0, text.1, max_turns, key).await?;
     crate::submit::signal_work(&state, SessionWork { tenant_id: auth.tenant_id, session_id: info.id }).await;
     Ok((StatusCode::ACCEPTED, Json(GoalStarted { goal, run_id: Some(run_id(turn)) })).into_response())
 }
@@ -60,7 +76,10 @@ pub(crate) async fn change(
     let goals = state.store.conversations();
     let (goal, turn) = match body.state {
         GoalState::Paused => (goals.set_goal_active(auth.tenant_id, info.id, false).await?.ok_or_else(no_goal)?, None),
-        GoalState::Active => goals.resume_goal(auth.tenant_id, info.id).await?.ok_or_else(no_goal)?,
+        GoalState::Active => {
+            takes_goals(&info)?;
+            goals.resume_goal(auth.tenant_id, info.id, Some(auth.key_id)).await?.ok_or_else(no_goal)?
+        }
         GoalState::Done => {
             return Err(invalid("state", "state is active or paused; a goal is done when judged so").into());
         }

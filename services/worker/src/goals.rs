@@ -34,6 +34,8 @@ const MAX_JUDGE_FAILURES: i32 = 3;
 /// What the judge said of a turn.
 #[derive(Debug, Clone)]
 pub(crate) struct Verdict {
+    /// The goal judged (a goal replaced meanwhile is not this one).
+    pub goal: String,
     pub done: bool,
     pub reason: String,
     /// False when the judge answered something that is not a verdict.
@@ -97,14 +99,26 @@ pub(crate) async fn judge(models: &Models, goal: &Goal, answer: &str) -> Verdict
     };
     match tokio::time::timeout(JUDGE_TIMEOUT, model.complete(&request, &mut NoDeltas)).await {
         Ok(Ok(reply)) => match parse_verdict(&reply.message.text()) {
-            Some((done, reason)) => Verdict { done, reason, readable: true },
-            None => Verdict { done: false, reason: "the judge's answer could not be read".into(), readable: false },
+            Some((done, reason)) => Verdict { done, reason, readable: true, goal: goal.goal.clone() },
+            None => Verdict {
+                done: false,
+                reason: "the judge's answer could not be read".into(),
+                readable: false,
+                goal: goal.goal.clone(),
+            },
         },
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "the goal judge failed; going on");
-            Verdict { done: false, reason: "the judge could not be reached".into(), readable: true }
+            Verdict {
+                done: false,
+                reason: "the judge could not be reached".into(),
+                readable: true,
+                goal: goal.goal.clone(),
+            }
         }
-        Err(_) => Verdict { done: false, reason: "the judge took too long".into(), readable: true },
+        Err(_) => {
+            Verdict { done: false, reason: "the judge took too long".into(), readable: true, goal: goal.goal.clone() }
+        }
     }
 }
 
@@ -161,7 +175,13 @@ pub(crate) async fn advance(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, 
     let store = &rt.ctx.store;
     let reply_to = store.automation().turn_reply_to(tenant, turn.turn_id).await.ok().flatten();
     let ids = (turn.agent_id, session, turn.turn_id);
-    match store.conversations().goal_step(tenant, ids, reply_to.as_ref(), |goal| next_step(goal, &verdict)).await {
+    match store
+        .conversations()
+        .goal_step(tenant, ids, reply_to.as_ref(), |goal| {
+            (goal.goal == verdict.goal).then(|| next_step(goal, &verdict))
+        })
+        .await
+    {
         Ok(true) => {
             metrics::counter!("hermes_goal_continuations_total").increment(1);
             let work = hermes_queue::SessionWork { tenant_id: tenant, session_id: session };
@@ -206,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_goal_goes_on_until_done_or_out_of_turns_and_an_unreadable_judge_pauses_it_at_three() {
-        let going = Verdict { done: false, reason: "tests still fail".into(), readable: true };
+        let going = Verdict { done: false, reason: "tests still fail".into(), readable: true, goal: "ship it".into() };
         let step = next_step(&goal(0, 0), &going);
         assert_eq!((step.state, step.turns_used), (GoalState::Active, 1));
         assert_eq!(step.notice.as_deref(), Some("↻ Continuing toward goal (1/20): tests still fail"));
@@ -214,9 +234,9 @@ mod tests {
         let last = next_step(&goal(19, 0), &going);
         assert_eq!((last.state, last.continuation.is_none()), (GoalState::Paused, true));
         assert!(last.notice.unwrap().starts_with("⏸ Goal paused — 20/20 turns used."));
-        let done = next_step(&goal(3, 0), &Verdict { done: true, reason: "Shipped.".into(), readable: true });
+        let done = next_step(&goal(3, 0), &Verdict { done: true, reason: "Shipped.".into(), ..going.clone() });
         assert_eq!((done.state, done.notice.as_deref()), (GoalState::Done, Some("✓ Goal achieved: Shipped.")));
-        let garbled = Verdict { done: false, reason: "unreadable".into(), readable: false };
+        let garbled = Verdict { reason: "unreadable".into(), readable: false, ..going.clone() };
         assert_eq!(next_step(&goal(1, 1), &garbled).state, GoalState::Active);
         assert_eq!(next_step(&goal(1, 2), &garbled).state, GoalState::Paused);
         assert_eq!(next_step(&goal(1, 2), &going).judge_failures, 0);

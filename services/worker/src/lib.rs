@@ -32,6 +32,7 @@ mod skills;
 mod titles;
 mod tools;
 mod turn;
+mod watches;
 mod workspace;
 
 use std::sync::Arc;
@@ -128,6 +129,8 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     listen_for_cancellations(&rt, &shutdown);
     // Background reviews, one at a time beside the turns.
     hermes_telemetry::tasks::spawn("worker_reviews", review::run_reviews(rt.clone(), shutdown.clone()));
+    // Watched background processes, polled beside the turns.
+    hermes_telemetry::tasks::spawn("worker_process_watches", watches::run(rt.clone(), shutdown.clone()));
     let census = rt.ctx.cache.sandbox_census();
     hermes_telemetry::tasks::spawn(
         "worker_sandbox_report",

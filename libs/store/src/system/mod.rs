@@ -31,6 +31,8 @@
 //!   ([`claim_agents_for_curation`]); the pass itself is tenant-scoped.
 //! - [`egress_authority`]: the egress proxy's CA is the installation's, one for every worker and
 //!   every tenant's sandboxes; no tenant role may read it.
+//! - [`process_watches`]: workers poll every tenant's watched background processes
+//!   ([`claim_watches`]); each is then settled for the tenant its row names.
 //! - [`gauges`]: the installation's backlog ([`backlog`]: turns queued and running, replies
 //!   waiting, late cron jobs), counts only, for the scheduler's gauges and the autoscaler; and
 //!   the workers holding turns ([`workers_at_work`]), for the operators' cluster page.
@@ -70,6 +72,7 @@
 //! [`prune_spend_reservations`]: crate::views::System::prune_spend_reservations
 //! [`prune_sessions`]: crate::views::System::prune_sessions
 //! [`claim_agents_for_curation`]: crate::views::System::claim_agents_for_curation
+//! [`claim_watches`]: crate::views::System::claim_watches
 //! [`backlog`]: crate::views::System::backlog
 //! [`workers_at_work`]: crate::views::System::workers_at_work
 
@@ -81,6 +84,7 @@ pub mod event_deliveries;
 pub mod gauges;
 pub mod outbox;
 pub mod presence;
+pub mod process_watches;
 pub mod retention;
 pub mod turns;
 pub mod webhooks;

@@ -23,6 +23,7 @@ mod cron_context;
 mod delegations;
 mod egress_authority;
 mod enqueue;
+mod events;
 mod fairness;
 mod fencing;
 mod idempotent;

@@ -7,7 +7,7 @@ use axum::extract::Path;
 use axum::http::StatusCode;
 
 use hermes_core::access::AdminOp;
-use hermes_core::{ErrorCode, GoalState, SessionId, TenantId};
+use hermes_core::{ErrorCode, GoalState, SessionId, SessionSource, TenantId};
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
 use hermes_wire::v1::{GoalChange, GoalStarted, SessionGoal, SetGoal};
@@ -24,11 +24,24 @@ fn session_error(e: hermes_store::StoreError) -> ApiError {
     store_error_for(e, ErrorCode::SessionNotFound, "session")
 }
 
-/// The session `id` of tenant `t`, if it has it.
-async fn session_of(call: &TenantCall, t: TenantId, id: &str) -> Result<SessionId> {
+/// The session `id` of tenant `t`, if it has it, and where it comes from.
+async fn session_of(call: &TenantCall, t: TenantId, id: &str) -> Result<(SessionId, SessionSource)> {
     let id: SessionId = path_id(id, ErrorCode::SessionNotFound, "session")?;
-    call.state.store.conversations().session_info(t, None, id).await.map_err(session_error)?;
-    Ok(id)
+    let info = call.state.store.conversations().session_info(t, None, id).await.map_err(session_error)?;
+    Ok((id, info.source))
+}
+
+/// Whether a session of `source` takes a goal from here: an API client's. A chat's is set in
+/// the chat (where its answers go); unattended ones have nobody to judge for. Any goal may be
+/// paused or dropped here.
+fn settable(source: SessionSource) -> Result<()> {
+    match source {
+        SessionSource::Api => Ok(()),
+        other => Err(ApiError::invalid_request(
+            ErrorCode::InvalidRequest,
+            format!("a {other} session takes no goal from here: set a chat's goal in the chat with /goal"),
+        )),
+    }
 }
 
 /// Tells the workers the session has a step queued (the reaper would, later).
@@ -50,7 +63,7 @@ fn run_id(turn: hermes_core::TurnId) -> String {
     responses((status = 200, description = "The session's goal", body = SessionGoal), NoSuchSession))]
 pub(crate) async fn get(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<Json<SessionGoal>> {
     let t = call.allow(AdminOp::ViewSessions).await?;
-    let id = session_of(&call, t.id, &id).await?;
+    let (id, _) = session_of(&call, t.id, &id).await?;
     let goal = call.state.store.conversations().goal(t.id, id).await.map_err(store_error)?;
     Ok(Json(goal.ok_or_else(no_goal)?))
 }
@@ -67,14 +80,16 @@ pub(crate) async fn set(
     body: Body<SetGoal>,
 ) -> Result<(StatusCode, Json<GoalStarted>)> {
     let t = call.allow(AdminOp::ManageSessions).await?;
-    let id = session_of(&call, t.id, &id).await?;
+    let (id, source) = session_of(&call, t.id, &id).await?;
+    settable(source)?;
     let hermes_http::ApiJson(body) = body?;
     let ceiling = i32::try_from(call.state.config.worker.goal_max_turns).unwrap_or(i32::MAX);
     let max_turns = body
         .budget(ceiling)
         .map_err(|(param, why)| ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param(param))?;
     let mut tx = call.begin(t.id).await?;
-    let (goal, turn) = tx.start_goal(id, body.goal.trim(), &body.subgoals, max_turns).await.map_err(session_error)?;
+    let (goal, turn) =
+        tx.start_goal(id, body.goal.trim(), &body.subgoals, max_turns, None).await.map_err(session_error)?;
     tx.commit(Change::new("session.goal_set", "session", id).after(&goal)).await.map_err(store_error)?;
     signal(&call, t.id, id).await;
     Ok((StatusCode::ACCEPTED, Json(GoalStarted { goal, run_id: Some(run_id(turn)) })))
@@ -92,8 +107,11 @@ pub(crate) async fn change(
     body: Body<GoalChange>,
 ) -> Result<Json<GoalStarted>> {
     let t = call.allow(AdminOp::ManageSessions).await?;
-    let id = session_of(&call, t.id, &id).await?;
+    let (id, source) = session_of(&call, t.id, &id).await?;
     let hermes_http::ApiJson(body) = body?;
+    if body.state == GoalState::Active {
+        settable(source)?;
+    }
     let mut tx = call.begin(t.id).await?;
     let (goal, turn, action) = match body.state {
         GoalState::Paused => {
@@ -101,7 +119,7 @@ pub(crate) async fn change(
             (goal, None, "session.goal_paused")
         }
         GoalState::Active => {
-            let (goal, turn) = tx.resume_goal(id).await.map_err(store_error)?.ok_or_else(no_goal)?;
+            let (goal, turn) = tx.resume_goal(id, None).await.map_err(store_error)?.ok_or_else(no_goal)?;
             (goal, turn, "session.goal_resumed")
         }
         GoalState::Done => {
@@ -123,11 +141,12 @@ pub(crate) async fn change(
         NoSuchSession))]
 pub(crate) async fn delete(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<StatusCode> {
     let t = call.allow(AdminOp::ManageSessions).await?;
-    let id = session_of(&call, t.id, &id).await?;
+    let (id, _) = session_of(&call, t.id, &id).await?;
+    let dropped = call.state.store.conversations().goal(t.id, id).await.map_err(store_error)?.ok_or_else(no_goal)?;
     let mut tx = call.begin(t.id).await?;
     if !tx.clear_goal(id).await.map_err(store_error)? {
         return Err(no_goal());
     }
-    tx.commit(Change::new("session.goal_cleared", "session", id)).await.map_err(store_error)?;
+    tx.commit(Change::new("session.goal_cleared", "session", id).before(&dropped)).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }

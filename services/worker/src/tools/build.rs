@@ -83,6 +83,7 @@ fn builtin_tools(ctx: &WorkerContext) -> ToolRegistry {
     let sandbox = &ctx.config.sandbox;
     let activity = crate::background::RedisBackgroundActivity {
         marks: ctx.cache.background_marks(),
+        store: ctx.store.clone(),
         lifetime: Duration::from_secs(sandbox.idle_seconds.saturating_mul(4).max(60)),
     };
     hermes_toolbox::builtin_registry(ctx.sandboxes.clone(), sandbox.exec_timeout_seconds, Some(Arc::new(activity)))

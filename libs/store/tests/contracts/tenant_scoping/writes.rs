@@ -103,14 +103,18 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
     c.nothing("set_goal_active", s.conversations().set_goal_active(b, session, false).await);
     c.nothing("edit_subgoals", s.conversations().edit_subgoals(b, session, |all| all.push("mine now".into())).await);
     c.nothing("clear_goal", s.conversations().clear_goal(b, session).await);
-    let step = |_: &hermes_store::goals::Goal| GoalStep {
-        state: hermes_core::GoalState::Done,
-        turns_used: 1,
-        judge_failures: 0,
-        reason: "mine now".into(),
-        notice: None,
-        continuation: Some("go on".into()),
+    let step = |_: &hermes_store::goals::Goal| {
+        Some(GoalStep {
+            state: hermes_core::GoalState::Done,
+            turns_used: 1,
+            judge_failures: 0,
+            reason: "mine now".into(),
+            notice: None,
+            continuation: Some("go on".into()),
+        })
     };
+    c.not_found("start_goal", s.conversations().start_goal(b, session, "mine now", &[], 5, None).await);
+    c.nothing("resume_goal", s.conversations().resume_goal(b, session, None).await);
     c.nothing("goal_step", s.conversations().goal_step(b, (w.a.agent, session, w.done), None, step).await);
     // The file's key is (turn, target), without the tenant: the other tenant must still not
     // replace the owner's file.
