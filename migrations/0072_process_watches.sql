@@ -16,6 +16,10 @@ CREATE TABLE IF NOT EXISTS process_watches (
     patterns           text[] NOT NULL DEFAULT '{}' CHECK (cardinality(patterns) <= 5),
     notify_on_complete boolean NOT NULL,
     reply_to           jsonb,
+    -- the starting turn's API key: its notices run with that key's limits and usage
+    api_key_id         uuid,
+    -- the turns its notices queued: a notice's own turn may not start another watch (no chains)
+    notice_turns       uuid[] NOT NULL DEFAULT '{}',
     output_offset      bigint NOT NULL DEFAULT 0,
     notices            integer NOT NULL DEFAULT 0,
     last_notice_at     timestamptz,

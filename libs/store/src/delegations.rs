@@ -431,7 +431,7 @@ async fn child_sessions(tx: &mut PgConnection, tenant: TenantId, id: DelegationI
 }
 
 /// Where `session`'s conversation goes on now: its newest compaction, else itself.
-async fn latest_of(tx: &mut PgConnection, tenant: TenantId, session: SessionId) -> Result<SessionId> {
+pub(crate) async fn latest_of(tx: &mut PgConnection, tenant: TenantId, session: SessionId) -> Result<SessionId> {
     let latest: crate::rows::Id = sqlx::query_scalar(
         "WITH RECURSIVE down AS (
             SELECT id, 0 AS depth FROM sessions WHERE tenant_id = $1 AND id = $2

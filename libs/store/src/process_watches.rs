@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
 use hermes_core::outbox::Destination;
-use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, Workspace};
+use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId, Workspace};
 
 use crate::{NewTurn, Result, TurnTarget, views::Automation};
 
@@ -18,13 +18,22 @@ use crate::{NewTurn, Result, TurnTarget, views::Automation};
 pub struct NewWatch<'a> {
     pub agent: AgentId,
     pub session: SessionId,
+    /// The turn that started it: its API key and where it answered carry to the notices.
+    pub turn: TurnId,
     pub workspace: Workspace,
     pub process_id: &'a str,
     pub command: &'a str,
     pub patterns: &'a [String],
     pub notify_on_complete: bool,
-    /// Where the turn that started it answered: its notices answer there.
-    pub reply_to: Option<&'a Destination>,
+}
+
+/// What recording a watch came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watched {
+    Watching,
+    /// The calling turn is a notice of another watch: it may not start one (a process that
+    /// wakes the agent to start another, and so on, with nobody there).
+    FromNotice,
 }
 
 /// A claimed watch.
@@ -47,6 +56,7 @@ pub struct Watch {
     pub output_offset: i64,
     pub notices: i32,
     pub last_notice_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
 }
 
 impl Watch {
@@ -72,16 +82,29 @@ pub enum WatchStep {
 }
 
 impl Automation<'_> {
-    /// Records a watch on `new.process_id` (once: the same process watched again is one watch).
-    pub async fn watch_process(self, tenant: TenantId, new: &NewWatch<'_>) -> Result<()> {
+    /// Records a watch on `new.process_id` (once: the same process watched again is one watch),
+    /// with the starting turn's API key and answer address.
+    pub async fn watch_process(self, tenant: TenantId, new: &NewWatch<'_>) -> Result<Watched> {
         let workspace = match new.workspace {
             Workspace::Shared => None,
             Workspace::Own(bits) => Some(i64::from_ne_bytes(bits.to_ne_bytes())),
         };
+        let mut tx = self.tenant_tx(tenant).await?;
+        let from_notice: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM process_watches WHERE tenant_id = $1 AND $2 = ANY (notice_turns))",
+        )
+        .bind(tenant.as_uuid())
+        .bind(new.turn.as_uuid())
+        .fetch_one(&mut *tx)
+        .await?;
+        if from_notice {
+            return Ok(Watched::FromNotice);
+        }
         sqlx::query(
             "INSERT INTO process_watches (tenant_id, id, agent_id, session_id, workspace, process_id, command, patterns,
-                                          notify_on_complete, reply_to, next_check_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now() + interval '1 second')
+                                          notify_on_complete, reply_to, api_key_id, next_check_at)
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, t.reply_to, t.api_key_id, now() + interval '1 second'
+             FROM turns t WHERE t.tenant_id = $1 AND t.id = $10
              ON CONFLICT (tenant_id, session_id, process_id) DO NOTHING",
         )
         .bind(tenant.as_uuid())
@@ -93,10 +116,11 @@ impl Automation<'_> {
         .bind(crate::messages::without_nul(&new.command.chars().take(500).collect::<String>()))
         .bind(new.patterns.iter().map(|p| crate::messages::without_nul(p)).collect::<Vec<_>>())
         .bind(new.notify_on_complete)
-        .bind(new.reply_to.map(Json))
-        .execute(&mut *self.as_tenant(tenant).await?)
+        .bind(new.turn.as_uuid())
+        .execute(&mut *tx)
         .await?;
-        Ok(())
+        tx.commit().await?;
+        Ok(Watched::Watching)
     }
 
     /// Moves `watch` on as `step` says, if `owner` still holds its claim: a notice is queued as
@@ -111,8 +135,8 @@ impl Automation<'_> {
     ) -> Result<Option<SessionId>> {
         let tenant = watch.tenant_id;
         let mut tx = self.tenant_tx(tenant).await?;
-        let reply_to: Option<Option<Json<Destination>>> = sqlx::query_scalar(
-            "SELECT reply_to FROM process_watches WHERE tenant_id = $1 AND id = $2 AND state = 'watching'
+        let held: Option<(Option<Json<Destination>>, Option<crate::rows::Id>)> = sqlx::query_as(
+            "SELECT reply_to, api_key_id FROM process_watches WHERE tenant_id = $1 AND id = $2 AND state = 'watching'
                AND claimed_by = $3 FOR UPDATE",
         )
         .bind(tenant.as_uuid())
@@ -121,7 +145,7 @@ impl Automation<'_> {
         .fetch_optional(&mut *tx)
         .await?;
         // Claimed by another worker since (this one was too slow): it polls and tells.
-        let Some(reply_to) = reply_to else { return Ok(None) };
+        let Some((reply_to, api_key)) = held else { return Ok(None) };
         let (offset, done, notice, patterns) = match step {
             WatchStep::Again { offset } => (*offset, false, None, None),
             WatchStep::Notify { offset, notice, done, patterns } => (*offset, *done, Some(notice), Some(patterns)),
@@ -148,16 +172,24 @@ impl Automation<'_> {
         .await?;
         let mut signal = None;
         if let Some(notice) = notice {
+            // The conversation goes on where it was compacted to (the sandbox's owner stays the
+            // session that started the process).
+            let session = crate::delegations::latest_of(&mut tx, tenant, watch.session_id).await?;
             let turn = NewTurn {
                 reply_to: reply_to.map(|d| d.0),
-                ..NewTurn::new(
-                    watch.agent_id,
-                    TurnTarget::Existing(watch.session_id),
-                    ChatMessage::user(notice.clone()),
-                )
+                api_key: api_key.map(Into::into),
+                ..NewTurn::new(watch.agent_id, TurnTarget::Existing(session), ChatMessage::user(notice.clone()))
             };
-            crate::turns::enqueue::enqueue_in(&mut tx, tenant, &turn).await?;
-            signal = Some(watch.session_id);
+            let (_, queued) = crate::turns::enqueue::enqueue_in(&mut tx, tenant, &turn).await?;
+            sqlx::query(
+                "UPDATE process_watches SET notice_turns = array_append(notice_turns, $3) WHERE tenant_id = $1 AND id = $2",
+            )
+            .bind(tenant.as_uuid())
+            .bind(watch.id)
+            .bind(queued.as_uuid())
+            .execute(&mut *tx)
+            .await?;
+            signal = Some(session);
         }
         tx.commit().await?;
         Ok(signal)

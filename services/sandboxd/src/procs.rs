@@ -249,7 +249,11 @@ impl Processes {
         let entry = self.owned(id, owner).await?;
         let mut e = entry.lock().await;
         let status = to_status(&e, offset.unwrap_or(e.polled), limit);
-        e.polled = status.offset + status.output.len() as u64;
+        // Only a poll "since the last" moves that mark: a reader at its own offset (the
+        // worker's process watch) leaves the model's "new output" as it was.
+        if offset.is_none() {
+            e.polled = status.offset + status.output.len() as u64;
+        }
         Ok(status)
     }
 

@@ -102,6 +102,10 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
     if traffic > 0 {
         tracing::debug!(rows = traffic, "forgot week-old platform updates and replies");
     }
+    let watches = ctx.store.system().prune_process_watches().await?;
+    if watches > 0 {
+        tracing::debug!(rows = watches, "forgot process watches that ended a week ago");
+    }
     let mut audit = 0;
     loop {
         let removed = ctx.store.system().prune_audit(ctx.config.admin.audit_retention_days.max(1), 5_000).await?;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 use hermes_cache::BackgroundMarks;
+use hermes_store::process_watches::Watched;
 use hermes_toolbox::{BackgroundActivity, ProcessWatch};
 use hermes_tools::ToolCtx;
 
@@ -40,18 +41,20 @@ impl BackgroundActivity for RedisBackgroundActivity {
                 tracing::warn!(error = %e, "cannot record a process watch");
                 "it could not be recorded".to_owned()
             };
-            let reply_to = store.automation().turn_reply_to(ctx.tenant_id, ctx.turn_id).await.map_err(unavailable)?;
             let new = hermes_store::process_watches::NewWatch {
                 agent: ctx.agent_id,
                 session: ctx.session_id,
+                turn: ctx.turn_id,
                 workspace: ctx.workspace,
                 process_id: &watch.process_id,
                 command: &watch.command,
                 patterns: &watch.patterns,
                 notify_on_complete: watch.notify_on_complete,
-                reply_to: reply_to.as_ref(),
             };
-            store.automation().watch_process(ctx.tenant_id, &new).await.map_err(unavailable)
+            match store.automation().watch_process(ctx.tenant_id, &new).await.map_err(unavailable)? {
+                Watched::Watching => Ok(()),
+                Watched::FromNotice => Err("a notice's own turn may not start another watch".into()),
+            }
         })
     }
 

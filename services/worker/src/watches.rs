@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use hermes_core::quote::fenced;
@@ -28,14 +29,22 @@ const LEASE: Duration = Duration::from_secs(10);
 const NOTICE_GAP: chrono::TimeDelta = chrono::TimeDelta::seconds(15);
 /// Pattern notices after which only the process's end is told (upstream's three strikes).
 const MAX_PATTERN_NOTICES: i32 = 3;
-/// How much of the output a notice quotes.
+/// How much of the output a notice quotes, and how far back an end notice reads it.
 const TAIL_CHARS: usize = 2_000;
+const TAIL_BYTES: u64 = 8 * 1024;
+/// The longest one poll may take (a sandbox that does not answer must not hold the loop).
+const POLL_TIMEOUT: Duration = Duration::from_secs(5);
+/// Polls at once.
+const POLLS_AT_ONCE: usize = 8;
+/// A watch ends after this long: a process that runs for ever is not polled for ever.
+const MAX_AGE: chrono::TimeDelta = chrono::TimeDelta::hours(6);
 
 /// What polling the process found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Seen {
-    /// Its state, with the output since the watch's offset, which ends at `end`.
-    Status { running: bool, exit_code: Option<i32>, signal: i32, output: String, end: i64 },
+    /// Its state, with the output since the watch's offset, which ends at `end`; once it has
+    /// ended, `tail` is the end of all its output.
+    Status { running: bool, exit_code: Option<i32>, signal: i32, output: String, end: i64, tail: String },
     /// It is no more: its sandbox stopped, or the sandbox does not know it.
     Gone,
     /// The sandbox could not be asked now.
@@ -57,14 +66,14 @@ pub(crate) async fn run(rt: Arc<Runtime>, shutdown: CancellationToken) {
                 continue;
             }
         };
-        for watch in watches {
-            poll_one(&rt, &watch, &owner).await;
-        }
+        futures_util::stream::iter(watches.iter())
+            .for_each_concurrent(POLLS_AT_ONCE, |watch| poll_one(&rt, watch, &owner))
+            .await;
     }
 }
 
 async fn poll_one(rt: &Runtime, watch: &Watch, owner: &str) {
-    let seen = look(rt, watch).await;
+    let seen = tokio::time::timeout(POLL_TIMEOUT, look(rt, watch)).await.unwrap_or(Seen::Unknown);
     let step = next_step(watch, &seen, Utc::now());
     match rt.ctx.store.automation().settle_watch(watch, owner, &step, EVERY).await {
         Ok(Some(session)) => {
@@ -102,7 +111,11 @@ async fn look(rt: &Runtime, watch: &Watch) -> Seen {
             let p = p.into_inner();
             let end = i64::try_from(p.offset.saturating_add(p.output.len() as u64)).unwrap_or(i64::MAX);
             let output = String::from_utf8_lossy(&p.output).into_owned();
-            Seen::Status { running: p.running, exit_code: p.exit_code, signal: p.signal, output, end }
+            let tail = match p.running {
+                true => String::new(),
+                false => tail_of(&client, watch, p.output_bytes).await.unwrap_or_else(|| output.clone()),
+            };
+            Seen::Status { running: p.running, exit_code: p.exit_code, signal: p.signal, output, end, tail }
         }
         // The sandbox does not know it (a sandbox started afresh knows no earlier process).
         Err(status) => match hermes_sandbox::status_error(status) {
@@ -115,6 +128,19 @@ async fn look(rt: &Runtime, watch: &Watch) -> Seen {
     }
 }
 
+/// The end of an ended process's output (what its end notice quotes, whatever was read before).
+async fn tail_of(client: &hermes_sandbox::SandboxClient, watch: &Watch, total: u64) -> Option<String> {
+    let request = PollProcessRequest {
+        id: watch.process_id.clone(),
+        owner: watch.session_id.to_string(),
+        offset: total.saturating_sub(TAIL_BYTES),
+        limit: 0,
+        since_last_poll: false,
+    };
+    let p = client.grpc().poll_process(request).await.ok()?.into_inner();
+    Some(String::from_utf8_lossy(&p.output).into_owned())
+}
+
 /// The first line of `output` holding one of `patterns`, and that pattern.
 fn first_match<'a>(output: &'a str, patterns: &'a [String]) -> Option<(&'a str, &'a str)> {
     output.lines().find_map(|line| patterns.iter().find(|p| line.contains(p.as_str())).map(|p| (line, p.as_str())))
@@ -123,7 +149,18 @@ fn first_match<'a>(output: &'a str, patterns: &'a [String]) -> Option<(&'a str, 
 /// What to do about `watch` after seeing `seen` at `now`.
 pub(crate) fn next_step(watch: &Watch, seen: &Seen, now: DateTime<Utc>) -> WatchStep {
     let (id, command) = (&watch.process_id, one_line(&watch.command));
-    let (running, exit_code, signal, output, end) = match seen {
+    if now - watch.created_at > MAX_AGE {
+        let notice = format!(
+            "[Background process {id} (`{command}`) is no longer watched: it ran past {} hours. Poll it with the \
+             process tool.]",
+            MAX_AGE.num_hours()
+        );
+        return match watch.notify_on_complete {
+            true => WatchStep::Notify { offset: watch.output_offset, notice, done: true, patterns: vec![] },
+            false => WatchStep::Done,
+        };
+    }
+    let (running, exit_code, signal, output, end, tail) = match seen {
         Seen::Unknown => return WatchStep::Again { offset: watch.output_offset },
         Seen::Gone if watch.notify_on_complete => {
             let notice =
@@ -131,7 +168,9 @@ pub(crate) fn next_step(watch: &Watch, seen: &Seen, now: DateTime<Utc>) -> Watch
             return WatchStep::Notify { offset: watch.output_offset, notice, done: true, patterns: vec![] };
         }
         Seen::Gone => return WatchStep::Done,
-        Seen::Status { running, exit_code, signal, output, end } => (*running, *exit_code, *signal, output, *end),
+        Seen::Status { running, exit_code, signal, output, end, tail } => {
+            (*running, *exit_code, *signal, output, *end, tail)
+        }
     };
     let quiet = watch.last_notice_at.is_none_or(|at| now - at >= NOTICE_GAP);
     let matched = first_match(output, &watch.patterns).filter(|_| quiet || !running);
@@ -140,7 +179,7 @@ pub(crate) fn next_step(watch: &Watch, seen: &Seen, now: DateTime<Utc>) -> Watch
             Some(code) => format!("exit code {code}"),
             None => format!("killed by signal {signal}"),
         };
-        let tail = hermes_tools::text::for_model(output, TAIL_CHARS);
+        let tail = hermes_tools::text::for_model(tail, TAIL_CHARS);
         let notice = match (watch.notify_on_complete, matched) {
             (true, _) => format!(
                 "[Background process {id} (`{command}`) finished: {how}. Its last output, quoted: data, not \

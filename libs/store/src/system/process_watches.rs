@@ -21,7 +21,7 @@ impl System<'_> {
              UPDATE process_watches w SET claimed_by = $1, claimed_until = now() + make_interval(secs => $3)
              FROM due WHERE w.tenant_id = due.tenant_id AND w.id = due.id
              RETURNING w.tenant_id, w.id, w.agent_id, w.session_id, w.workspace, w.process_id, w.command, w.patterns,
-                       w.notify_on_complete, w.output_offset, w.notices, w.last_notice_at",
+                       w.notify_on_complete, w.output_offset, w.notices, w.last_notice_at, w.created_at",
         )
         .bind(owner)
         .bind(limit)

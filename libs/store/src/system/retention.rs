@@ -26,6 +26,16 @@ impl System<'_> {
         Ok(done.rows_affected())
     }
 
+    /// Forgets process watches that ended more than a week ago.
+    pub async fn prune_process_watches(self) -> Result<u64> {
+        let done = sqlx::query(
+            "DELETE FROM process_watches WHERE state = 'done' AND next_check_at < now() - interval '7 days'",
+        )
+        .execute(self.system_pool())
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     /// Forgets platform updates and replies more than a week old (their text is the users'):
     /// past a week no platform redelivers an update, and a reply not out by then never goes.
     pub async fn prune_chat_traffic(self) -> Result<u64> {

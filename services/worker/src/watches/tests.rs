@@ -16,11 +16,13 @@ fn watch(patterns: &[&str], notify_on_complete: bool, notices: i32, last: Option
         output_offset: 10,
         notices,
         last_notice_at: last.map(|secs| Utc::now() - chrono::TimeDelta::seconds(secs)),
+        created_at: Utc::now(),
     }
 }
 
 fn status(running: bool, output: &str) -> Seen {
-    Seen::Status { running, exit_code: (!running).then_some(2), signal: 0, output: output.into(), end: 50 }
+    let tail = if running { String::new() } else { format!("older lines\n{output}") };
+    Seen::Status { running, exit_code: (!running).then_some(2), signal: 0, output: output.into(), end: 50, tail }
 }
 
 #[test]
@@ -33,8 +35,8 @@ fn an_end_is_told_with_its_exit_code_and_quoted_output_once() {
         "{notice}"
     );
     assert!(
-        notice.ends_with("````\ncompiling\n```\nerror: boom\n````"),
-        "quoted so it cannot close its fence: {notice}"
+        notice.ends_with("````\nolder lines\ncompiling\n```\nerror: boom\n````"),
+        "the end of all its output, quoted so it cannot close its fence: {notice}"
     );
     assert_eq!(
         next_step(&watch(&[], true, 0, None), &status(true, "more"), Utc::now()),
@@ -67,4 +69,17 @@ fn a_process_that_is_gone_is_told_only_to_whoever_waits_for_its_end() {
     assert!(matches!(gone, WatchStep::Notify { done: true, ref notice, .. } if notice.contains("is gone")), "{gone:?}");
     assert_eq!(next_step(&watch(&["x"], false, 0, None), &Seen::Gone, Utc::now()), WatchStep::Done);
     assert_eq!(next_step(&watch(&["x"], true, 0, None), &Seen::Unknown, Utc::now()), WatchStep::Again { offset: 10 });
+}
+
+#[test]
+fn a_watch_ends_after_six_hours() {
+    let mut old = watch(&[], true, 0, None);
+    old.created_at = Utc::now() - chrono::TimeDelta::hours(7);
+    let step = next_step(&old, &status(true, "still going"), Utc::now());
+    assert!(
+        matches!(step, WatchStep::Notify { done: true, ref notice, .. } if notice.contains("no longer watched")),
+        "{step:?}"
+    );
+    old.notify_on_complete = false;
+    assert_eq!(next_step(&old, &status(true, "x"), Utc::now()), WatchStep::Done);
 }
