@@ -18,7 +18,7 @@ use hermes_wire::v1::{Deleted, GoalChange, GoalStarted, SessionGoal, SetGoal};
 use crate::documented::{BadRequest, NoApiKey, NotFound, ObjectPath};
 use crate::errors::{Failure, resource};
 use crate::runs_object::run_id;
-use crate::visible::{Addressed, Visible};
+use crate::visible::{Addressed, Body, Visible};
 
 type Result<T> = std::result::Result<T, Failure<resource::Session>>;
 
@@ -52,8 +52,10 @@ pub(crate) async fn get(at: Addressed<SessionInfo>) -> Result<Json<SessionGoal>>
 
 #[utoipa::path(put, path = "/api/sessions/{id}/goal", tag = "sessions", params(ObjectPath), request_body = SetGoal,
     responses((status = 202, description = "Set; the first step is queued", body = GoalStarted), BadRequest, NoApiKey, NotFound))]
-pub(crate) async fn set(at: Addressed<SessionInfo>, ApiJson(body): ApiJson<SetGoal>) -> Result<Response> {
+pub(crate) async fn set(at: Addressed<SessionInfo>, body: Body<SetGoal>) -> Result<Response> {
+    // Found first: another tenant's session is a 404 whatever the body says.
     let Visible { state, auth, found: info, .. } = at.find().await?;
+    let ApiJson(body) = body?;
     takes_goals(&info)?;
     let ceiling = i32::try_from(state.config.worker.goal_max_turns).unwrap_or(i32::MAX);
     let max_turns = body.budget(ceiling).map_err(|(param, why)| invalid(param, why))?;
@@ -68,11 +70,9 @@ pub(crate) async fn set(at: Addressed<SessionInfo>, ApiJson(body): ApiJson<SetGo
 #[utoipa::path(patch, path = "/api/sessions/{id}/goal", tag = "sessions", params(ObjectPath), request_body = GoalChange,
     responses((status = 200, description = "Paused, or resumed with a fresh budget (the next step queued when the \
                                              session is idle)", body = GoalStarted), BadRequest, NoApiKey, NotFound))]
-pub(crate) async fn change(
-    at: Addressed<SessionInfo>,
-    ApiJson(body): ApiJson<GoalChange>,
-) -> Result<Json<GoalStarted>> {
+pub(crate) async fn change(at: Addressed<SessionInfo>, body: Body<GoalChange>) -> Result<Json<GoalStarted>> {
     let Visible { state, auth, found: info, .. } = at.find().await?;
+    let ApiJson(body) = body?;
     let goals = state.store.conversations();
     let (goal, turn) = match body.state {
         GoalState::Paused => (goals.set_goal_active(auth.tenant_id, info.id, false).await?.ok_or_else(no_goal)?, None),
