@@ -2,7 +2,9 @@
 //! its children run as turns of their own; the last one's end queues one report on the
 //! parent's conversation, answered in its chat; `/agents` lists them, `/stop` cancels them; a
 //! worker killed mid-child leaves exactly one report. `/background TEXT` asks in a separate
-//! conversation whose answer comes to the chat.
+//! conversation whose answer comes to the chat. A child's tools are told in a chat that shows
+//! tool progress. A background process can wake the agent, and one on a terminal (`pty`) is
+//! answered by later turns on any worker.
 //!
 //! Every model answer after the first is the scripted model's default (`$ cmd` runs `cmd` on
 //! the terminal, a tool result is quoted back, anything else is echoed), so children and the
@@ -110,6 +112,29 @@ async fn background_children_report_in_the_chat_while_the_conversation_goes_on()
     .await
     .unwrap();
     assert_eq!(purposes, ["subagent"]);
+    pod.stop_with(env).await;
+}
+
+/// A child's tools are told in a chat that shows tool progress, a line for every five calls,
+/// before the report (upstream's gateway relays a child's tools the same way).
+#[tokio::test]
+async fn a_background_childs_tools_are_told_in_a_chat_that_shows_tool_progress() {
+    let env = TestEnv::start().await;
+    let (tg, pod) = delegating_bot(&env).await;
+    sqlx::query("UPDATE channels SET tool_progress = true").execute(&env.db).await.unwrap();
+    env.llm.push(delegate(&["$ sleep 5; echo warmed-up"]));
+    tg.user_says(TOKEN, 42, "index the repo");
+    message_with(&tg, r#""status":"started""#).await;
+    // The child's next step (after its first command) calls the terminal five times at once.
+    let echo = |n: u32| ("terminal".to_owned(), json!({"command": format!("echo part-{n}")}));
+    env.llm.push(ScriptedReply::ToolCalls { calls: (1..=5).map(echo).collect(), latency_ms: 0 });
+    let line = "🔀 Background task: terminal, terminal, terminal, terminal, terminal";
+    message_with(&tg, "[Background tasks finished").await;
+    let got = texts(&tg);
+    let told = got.iter().position(|t| t == line);
+    let reported = got.iter().position(|t| t.contains("[Background tasks finished"));
+    assert!(told.is_some() && told < reported, "the progress line, then the report: {got:?}");
+    assert_eq!(got.iter().filter(|t| *t == line).count(), 1, "told once: {got:?}");
     pod.stop_with(env).await;
 }
 
@@ -235,6 +260,31 @@ async fn a_worker_killed_while_a_process_is_watched_leaves_one_notice() {
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     assert_eq!(texts(&tg).len(), 2, "one answer, one notice: {:?}", texts(&tg));
     assert_eq!(env.count("SELECT count(*) FROM process_watches WHERE state = 'done'").await, 1);
+    kill(worker_b);
+    pod.stop_with(env).await;
+}
+
+/// `pty`: a program that asks only on a terminal is answered by a later turn, after the worker
+/// that started it was killed (the program lives in the sandbox, not in a worker).
+#[tokio::test]
+async fn a_program_on_a_terminal_is_answered_by_a_later_turn_after_a_worker_kill() {
+    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
+    let (tg, pod) = delegating_bot(&env).await;
+    let worker_a = env.spawn_hermesd(&["worker"], "worker-a");
+    let asker = "if [ -t 0 ]; then printf 'Project name? '; read n; echo \"created $n\"; else echo no-terminal; fi";
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": asker, "background": true, "pty": true})));
+    tg.user_says(TOKEN, 42, "scaffold a project");
+    let started = message_with(&tg, "Started in the background as ").await;
+    assert!(started.contains("It runs on a terminal"), "{started}");
+    let id = started.split("Started in the background as ").nth(1).and_then(|s| s.split('.').next()).unwrap();
+    kill(worker_a);
+    let worker_b = env.spawn_hermesd(&["worker"], "worker-b");
+    env.llm.push(ScriptedReply::tool_call("process", json!({"action": "submit", "session_id": id, "data": "demo"})));
+    env.llm.push(ScriptedReply::tool_call("process", json!({"action": "wait", "session_id": id, "timeout": 20})));
+    tg.user_says(TOKEN, 42, "call it demo");
+    let waited = message_with(&tg, "created demo").await;
+    assert!(waited.contains("[exited with code 0 on a terminal]"), "{waited}");
+    assert!(waited.contains("Project name? demo\ncreated demo"), "typed, echoed, answered: {waited}");
     kill(worker_b);
     pod.stop_with(env).await;
 }

@@ -15,6 +15,9 @@ use hermes_sandbox::{ExecOutput, ExecRequest, SandboxError, SandboxKey, Sandboxe
 
 use crate::harness::{SANDBOX_TEST_IMAGE, poll_until, unique, wait_until};
 
+mod terminal;
+use terminal::programs_on_a_terminal_are_answered_and_die_with_their_group;
+
 /// A Docker backend with its own names and socket directory, cleaned up on drop.
 pub struct DockerFixture {
     pub sandboxes: Arc<hermes_sandbox::docker::DockerSandboxes>,
@@ -202,8 +205,9 @@ async fn background_processes_belong_to_their_session_and_outlive_the_request(s:
     let feed = WriteProcessRequest {
         id: echo.id.clone(),
         owner: "session-a".into(),
-        data: b"ping\n".to_vec(),
+        data: b"ping".to_vec(),
         close_stdin: true,
+        submit: true,
     };
     grpc.write_process(feed).await.unwrap();
     let wait = WaitProcessRequest { id: echo.id.clone(), owner: "session-a".into(), timeout_secs: 20 };
@@ -244,7 +248,8 @@ async fn background_processes_belong_to_their_session_and_outlive_the_request(s:
     let killed =
         grpc.kill_process(ProcessRef { id: ticker.id.clone(), owner: "session-a".into() }).await.unwrap().into_inner();
     assert!(!killed.running);
-    let ps = run(s, key, "ps -o pid,args | grep 'tic[k]'", 20).await;
+    // `-e`: every process, not only those on the caller's terminal (procps' default).
+    let ps = run(s, key, "ps -eo pid,args | grep 'tic[k]'", 20).await;
     assert_eq!(ps.output.trim(), "", "the group is gone");
 }
 
@@ -474,6 +479,7 @@ macro_rules! backend_suite {
             reads_page_with_line_numbers_and_edits_are_exact,
             search_finds_content_and_names_and_honours_gitignore,
             background_processes_belong_to_their_session_and_outlive_the_request,
+            programs_on_a_terminal_are_answered_and_die_with_their_group,
             checkpoints_restore_the_workspace,
             there_is_no_network_by_default,
             dropping_a_command_kills_it,

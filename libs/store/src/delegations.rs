@@ -15,6 +15,9 @@ use hermes_core::{
 
 use crate::{NewTurn, Result, TurnTarget, views::Turns};
 
+mod progress;
+pub use progress::{ProgressAt, TOOLS_PER_LINE};
+
 /// A child to start: its task as the parent wrote it, and its first message.
 #[derive(Debug, Clone)]
 pub struct NewChild {

@@ -55,7 +55,8 @@ fn headline(p: &ProcessStatus) -> String {
         (false, Some(code)) => format!("exited with code {code}"),
         (false, None) => format!("killed by signal {}", p.signal),
     };
-    format!("{} [{state}] {} ({} bytes of output)", p.id, p.command, p.output_bytes)
+    let on = if p.pty { " on a terminal" } else { "" };
+    format!("{} [{state}{on}] {} ({} bytes of output)", p.id, p.command, p.output_bytes)
 }
 
 fn with_output(p: &ProcessStatus, output: &str) -> String {
@@ -63,7 +64,8 @@ fn with_output(p: &ProcessStatus, output: &str) -> String {
     if p.output_dropped {
         out.push_str("\n[older output is no longer kept]");
     }
-    let text = for_model(output, MAX_OUTPUT_CHARS);
+    // A terminal ends its lines with \r\n.
+    let text = for_model(&if p.pty { output.replace("\r\n", "\n") } else { output.to_owned() }, MAX_OUTPUT_CHARS);
     if text.trim().is_empty() {
         out.push_str("\n(no new output)");
     } else {
@@ -79,7 +81,8 @@ impl SimpleTool for ProcessTool {
         ToolsetName::Terminal,
         "Manage background processes started with terminal(background=true): list; poll (new \
                 output since the last poll); log (last lines); wait (until it ends or timeout); kill (with its \
-                children); write / submit (send input; submit adds a newline); close (end its input).",
+                children); write / submit (send input; submit then presses Enter); close (end its input: on a terminal, \
+                the ^D key).",
     )
     .sandboxed();
 
@@ -169,15 +172,13 @@ impl ProcessTool {
                     grpc.kill_process(ProcessRef { id, owner }).await.map_err(fail)?.into_inner()
                 }
                 Some(write @ (ProcessAction::Write | ProcessAction::Submit | ProcessAction::Close)) => {
-                    let mut data = args.get("data").and_then(Value::as_str).unwrap_or_default().to_owned();
-                    if write == ProcessAction::Submit {
-                        data.push('\n');
-                    }
+                    let data = args.get("data").and_then(Value::as_str).unwrap_or_default();
                     let r = WriteProcessRequest {
                         id,
                         owner,
-                        data: data.into_bytes(),
+                        data: data.as_bytes().to_vec(),
                         close_stdin: write == ProcessAction::Close,
+                        submit: write == ProcessAction::Submit,
                     };
                     grpc.write_process(r).await.map_err(fail)?.into_inner()
                 }

@@ -75,7 +75,7 @@ impl TerminalTool {
         ctx: &ToolCtx,
         command: &str,
         workdir: Option<String>,
-        wake: Wake,
+        (wake, pty): (Wake, Pty),
     ) -> Result<String, ToolError> {
         crate::approval::check(ctx, command).await?;
         self.checkpoint_if_changing(ctx, command).await?;
@@ -86,6 +86,7 @@ impl TerminalTool {
             workdir: workdir.unwrap_or_default(),
             owner: ctx.session_id.to_string(),
             env: Default::default(),
+            pty: pty == Pty::Terminal,
         };
         let started =
             client.grpc().start_process(request).await.map_err(|s| sandbox_error(status_error(s)))?.into_inner();
@@ -97,6 +98,15 @@ impl TerminalTool {
              wait, log, write and kill work the same way.",
             id = started.id
         );
+        match pty {
+            // A sandbox image older than `pty` starts it on a pipe: say so rather than promise.
+            Pty::Terminal if !started.pty => {
+                told.push_str(" It runs without a terminal: this sandbox cannot give one.")
+            }
+            Pty::Terminal => told.push_str(" It runs on a terminal: answer it with process(action=\"submit\")."),
+            Pty::RefusedForPipedInput => told.push_str(PIPED_INPUT_NOTE),
+            Pty::Pipe => {}
+        }
         if wake.asked() {
             let watch = ProcessWatch {
                 process_id: started.id.clone(),
@@ -114,6 +124,31 @@ impl TerminalTool {
             });
         }
         Ok(told)
+    }
+}
+
+/// Whether a background process runs on a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pty {
+    Pipe,
+    Terminal,
+    /// Asked for, but the command reads a secret from piped input until its end, which a
+    /// terminal never gives (upstream's rule: `gh auth login --with-token`).
+    RefusedForPipedInput,
+}
+
+const PIPED_INPUT_NOTE: &str = " It runs without a terminal: it reads its input to the end, which only a pipe \
+     gives. Write its input, then process(action=\"close\").";
+
+impl Pty {
+    fn of(args: &Value, command: &str) -> Self {
+        if !args.get("pty").and_then(Value::as_bool).unwrap_or(false) {
+            return Self::Pipe;
+        }
+        let words = command.split_whitespace().map(str::to_lowercase).collect::<Vec<_>>();
+        let reads_to_end = words.starts_with(&["gh".into(), "auth".into(), "login".into()])
+            && words.iter().any(|w| w == "--with-token");
+        if reads_to_end { Self::RefusedForPipedInput } else { Self::Terminal }
     }
 }
 
@@ -234,6 +269,11 @@ impl SimpleTool for TerminalTool {
                     "description": "With background: you get a message when a line of its output holds one of \
                                     these texts (at most one message per 15 s; after 3, only its end is told)."
                 },
+                "pty": {
+                    "type": "boolean",
+                    "description": "With background: run it on a terminal, for interactive programs (REPLs, CLIs that \
+                                    prompt, editors). Answer with process(action=\"submit\")."
+                },
                 "timeout": { "type": "integer", "description": "Seconds before it is killed (default 180, max 600)." },
                 "workdir": { "type": "string", "description": "Default /workspace." }
             }),
@@ -248,8 +288,9 @@ impl SimpleTool for TerminalTool {
         }
         let workdir = args.get("workdir").and_then(Value::as_str).map(str::to_owned);
         let wake = Wake::of(&args)?;
+        let pty = Pty::of(&args, command);
         if args.get("background").and_then(Value::as_bool).unwrap_or(false) {
-            return self.background(ctx, command, workdir, wake).await;
+            return self.background(ctx, command, workdir, (wake, pty)).await;
         }
         let run = self.foreground(ctx, command, workdir, args.get("timeout")).await?;
         let body = run.output;
@@ -260,6 +301,13 @@ impl SimpleTool for TerminalTool {
             (false, Some(0)) => String::new(),
             (false, Some(code)) => format!("[exit code {code}]"),
             (false, None) => "[command was killed by a signal]".into(),
+        };
+        // A foreground command has no input to answer on; a terminal would only hang it.
+        let status = match pty {
+            Pty::Pipe => status,
+            _ => format!("{status}\n[pty applies to background processes; this ran without a terminal]")
+                .trim()
+                .to_owned(),
         };
         Ok(match (body.trim().is_empty(), status.is_empty()) {
             (true, true) => "(no output)".into(),
@@ -272,8 +320,17 @@ impl SimpleTool for TerminalTool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Wake, changes_files};
+    use super::{Pty, Wake, changes_files};
     use serde_json::json;
+
+    #[test]
+    fn a_terminal_is_given_when_asked_except_to_a_command_that_reads_its_input_to_the_end() {
+        let pty = json!({"pty": true});
+        assert_eq!(Pty::of(&pty, "python3 -i"), Pty::Terminal);
+        assert_eq!(Pty::of(&json!({}), "python3 -i"), Pty::Pipe);
+        assert_eq!(Pty::of(&pty, "GH  auth login --hostname x --with-token"), Pty::RefusedForPipedInput);
+        assert_eq!(Pty::of(&pty, "gh auth login"), Pty::Terminal, "the interactive login wants one");
+    }
 
     #[test]
     fn what_wakes_the_agent_is_checked_and_promised_plainly() {

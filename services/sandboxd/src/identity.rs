@@ -105,6 +105,17 @@ pub fn apply(cmd: &mut tokio::process::Command) {
     }
 }
 
+/// Applies the launch rules to a program about to start on a terminal as the sandbox user.
+pub fn apply_pty(mut cmd: pty_process::Command) -> pty_process::Command {
+    for name in LAUNCHED.get().map(|l| l.launch.hidden_env.as_slice()).unwrap_or_default() {
+        cmd = cmd.env_remove(name);
+    }
+    match LAUNCHED.get().and_then(|l| l.launch.run_as) {
+        Some(run_as) => cmd.uid(run_as.uid).gid(run_as.gid),
+        None => cmd,
+    }
+}
+
 /// Applies the launch rules to a program about to start as the MCP server user.
 pub fn apply_mcp(cmd: &mut tokio::process::Command, user: &McpUser) {
     hide_env(cmd);

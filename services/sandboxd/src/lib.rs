@@ -20,6 +20,7 @@ pub mod mcp_home;
 pub mod notebook;
 pub mod office;
 pub mod procs;
+pub mod pty;
 pub mod relay;
 pub mod run_as;
 pub mod safe_write;

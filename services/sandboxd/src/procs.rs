@@ -2,7 +2,8 @@
 //! ones (on any worker: the state is here, in the sandbox). Each keeps the last 200,000 bytes
 //! of its output; finished ones are written to the state directory, so they survive a
 //! restart of the sandbox, and kept for 7 days, 64 at most. Only the session that started a
-//! process sees it.
+//! process sees it. One started with `pty` runs on a terminal ([`crate::pty`]): its input is
+//! the terminal's keys, its output what the terminal shows.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -13,8 +14,8 @@ use std::time::Duration;
 use hermes_sandbox_proto::v1::{ProcessStatus, StartProcessRequest};
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::ChildStdin;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin};
 use tokio::sync::watch;
 use tonic::Status;
 
@@ -38,6 +39,9 @@ struct Record {
     finished_at_ms: i64,
     exit_code: Option<i32>,
     signal: i32,
+    /// It runs (ran) on a terminal.
+    #[serde(default)]
+    pty: bool,
     /// Bytes produced in all.
     total: u64,
     /// The kept tail (lossy UTF-8 when persisted).
@@ -60,11 +64,45 @@ mod tail_text {
     }
 }
 
+/// Where a process's input goes.
+enum Input {
+    Pipe(ChildStdin),
+    Terminal(pty_process::OwnedWritePty),
+}
+
+impl Input {
+    async fn send(&mut self, data: &[u8]) -> std::io::Result<()> {
+        match self {
+            Self::Pipe(stdin) => {
+                stdin.write_all(data).await?;
+                stdin.flush().await
+            }
+            Self::Terminal(keys) => {
+                keys.write_all(data).await?;
+                keys.flush().await
+            }
+        }
+    }
+}
+
+/// A started process: the program, its output and its input.
+type Started = (Child, Box<dyn AsyncRead + Send + Unpin>, Option<Input>);
+
+fn start_program(req: &StartProcessRequest, workdir: &Path) -> std::io::Result<Started> {
+    if req.pty {
+        let crate::pty::OnTerminal { child, output, input } = crate::pty::spawn(&req.command, workdir, &req.env)?;
+        return Ok((child, Box::new(output), Some(Input::Terminal(input))));
+    }
+    let Spawned { mut child, output } = spawn_shell(&req.command, workdir, &req.env, Stdio::piped())?;
+    let stdin = child.stdin.take().map(Input::Pipe);
+    Ok((child, Box::new(output), stdin))
+}
+
 struct Entry {
     record: Record,
     running: bool,
     pid: Option<u32>,
-    stdin: Option<ChildStdin>,
+    stdin: Option<Input>,
     done: watch::Receiver<bool>,
     /// Where the last poll stopped.
     polled: u64,
@@ -153,8 +191,7 @@ impl Processes {
     pub async fn start(self: &Arc<Self>, req: StartProcessRequest) -> Result<ProcessStatus, Status> {
         self.make_room().await?;
         let workdir = if req.workdir.is_empty() { self.workspace.clone() } else { self.workspace.join(&req.workdir) };
-        let Spawned { mut child, mut output } =
-            spawn_shell(&req.command, &workdir, &req.env, Stdio::piped()).map_err(|e| spawn_error(&e))?;
+        let (mut child, mut output, stdin) = start_program(&req, &workdir).map_err(|e| spawn_error(&e))?;
         let id = format!("proc_{:x}", now_ms()).chars().chain(random_suffix().chars()).collect::<String>();
         let (done_tx, done) = watch::channel(false);
         let entry = Entry {
@@ -166,12 +203,13 @@ impl Processes {
                 finished_at_ms: 0,
                 exit_code: None,
                 signal: 0,
+                pty: req.pty,
                 total: 0,
                 tail: VecDeque::new(),
             },
             running: true,
             pid: child.id(),
-            stdin: child.stdin.take(),
+            stdin,
             done,
             polled: 0,
         };
@@ -281,20 +319,35 @@ impl Processes {
         Ok(to_status(&e, e.record.total, 0))
     }
 
-    /// Writes to the process's stdin (and closes it when asked).
-    pub async fn write(&self, id: &str, owner: &str, data: &[u8], close: bool) -> Result<ProcessStatus, Status> {
+    /// Writes to the process's input: `data`, then the Enter key when `submit`; then closes
+    /// a pipe, or types the end-of-file key on a terminal, when `close`.
+    pub async fn write(&self, id: &str, owner: &str, input: Keys<'_>) -> Result<ProcessStatus, Status> {
         let entry = self.owned(id, owner).await?;
         let mut e = entry.lock().await;
         let Some(stdin) = e.stdin.as_mut() else {
             return Err(Status::failed_precondition("the process has ended or its input is closed"));
         };
-        stdin.write_all(data).await.map_err(|err| Status::failed_precondition(format!("cannot write: {err}")))?;
-        stdin.flush().await.map_err(|err| Status::failed_precondition(format!("cannot write: {err}")))?;
-        if close {
+        let on_terminal = matches!(stdin, Input::Terminal(_));
+        let mut bytes = input.data.to_vec();
+        if input.submit {
+            bytes.extend_from_slice(if on_terminal { crate::pty::ENTER } else { b"\n" });
+        }
+        if input.close && on_terminal {
+            bytes.extend_from_slice(crate::pty::END_OF_FILE);
+        }
+        stdin.send(&bytes).await.map_err(|err| Status::failed_precondition(format!("cannot write: {err}")))?;
+        if input.close && !on_terminal {
             e.stdin = None;
         }
         Ok(to_status(&e, e.record.total, 0))
     }
+}
+
+/// What `write` sends.
+pub struct Keys<'a> {
+    pub data: &'a [u8],
+    pub submit: bool,
+    pub close: bool,
 }
 
 fn expired(r: &Record) -> bool {
@@ -327,5 +380,6 @@ fn to_status(e: &Entry, offset: u64, limit: u64) -> ProcessStatus {
         offset: start,
         output,
         output_dropped: offset < kept_from,
+        pty: r.pty,
     }
 }

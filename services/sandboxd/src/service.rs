@@ -25,7 +25,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::checkpoints::Checkpoints;
 use crate::files::{self, Paths};
-use crate::procs::Processes;
+use crate::procs::{Keys, Processes};
 use crate::{Activity, Config, code, exec, search};
 
 /// The daemon's state, shared by all calls.
@@ -157,7 +157,11 @@ impl Sandbox for Daemon {
     async fn write_process(&self, request: Request<WriteProcessRequest>) -> Reply<ProcessStatus> {
         self.activity.touch();
         let r = request.into_inner();
-        Ok(Response::new(self.processes.write(&r.id, &r.owner, &r.data, r.close_stdin).await?))
+        Ok(Response::new(
+            self.processes
+                .write(&r.id, &r.owner, Keys { data: &r.data, submit: r.submit, close: r.close_stdin })
+                .await?,
+        ))
     }
 
     async fn read_file(&self, request: Request<ReadFileRequest>) -> Reply<ReadFileResponse> {

@@ -30,6 +30,8 @@ pub(crate) struct StoreJournal {
     calls: Arc<CallBuffer>,
     /// Tool calls the model asked for in this run of the turn.
     tool_calls: usize,
+    /// A background child's tools not told in its parent's chat yet (`None`: no child).
+    untold: Option<Vec<String>>,
 }
 
 impl StoreJournal {
@@ -45,6 +47,22 @@ impl StoreJournal {
             compacted: false,
             calls: Arc::default(),
             tool_calls: 0,
+            untold: (turn.session_source == hermes_core::SessionSource::Subagent).then(Vec::new),
+        }
+    }
+
+    /// A background child tells its parent's chat its tools, a few at a time (best effort:
+    /// progress, not the result).
+    async fn tell_progress(&mut self, step: i32, message: &ChatMessage) {
+        let Some(untold) = self.untold.as_mut() else { return };
+        untold.extend(message.tool_calls.iter().map(|c| c.function.name.clone()));
+        let per_line = hermes_store::delegations::TOOLS_PER_LINE;
+        let told: Vec<String> = untold.drain(..untold.len() / per_line * per_line).collect();
+        for (line, tools) in told.chunks(per_line).enumerate() {
+            let at = hermes_store::delegations::ProgressAt { step, line };
+            if let Err(e) = self.store.turns().child_progress(self.tenant, self.turn, at, tools).await {
+                tracing::debug!(error = %e, "cannot tell a child's progress");
+            }
         }
     }
 
@@ -109,7 +127,10 @@ impl TurnJournal for StoreJournal {
             .append_message(self.tenant, self.session, self.fence, self.turn, step, message)
             .await
         {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.tell_progress(step, message).await;
+                Ok(())
+            }
             Err(e) => Err(journal_error(e)),
         }
     }

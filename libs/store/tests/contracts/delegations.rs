@@ -4,7 +4,7 @@
 //! leaves no report; another tenant sees and stops none of it.
 
 use hermes_core::{ChatMessage, ChildRole, ChildState, SessionId, TurnId};
-use hermes_store::delegations::{NewChild, NewDelegation, Started};
+use hermes_store::delegations::{NewChild, NewDelegation, ProgressAt, Started};
 use sqlx::PgPool;
 
 use crate::common::{self, Tenant};
@@ -118,4 +118,51 @@ async fn cancelled_children_are_stopped_and_no_report_follows(pool: PgPool) {
         .await
         .unwrap();
     assert!(matches!(store.turns().start_delegation(a.id, &next).await.unwrap(), Started::Queued { .. }));
+}
+
+/// The progress lines in the parent's chat: `(dedupe key, text)`.
+async fn progress_lines(pool: &PgPool, t: &Tenant) -> Vec<(String, String)> {
+    sqlx::query_as("SELECT dedupe_key, payload ->> 'text' FROM outbox WHERE tenant_id = $1 ORDER BY dedupe_key")
+        .bind(t.id.as_uuid())
+        .fetch_all(pool)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_childs_tools_are_told_in_a_chat_that_shows_tool_progress_once_per_step(pool: PgPool) {
+    use hermes_core::outbox::Destination;
+    let store = common::store(&pool);
+    let (a, b) = (common::tenant(&store, "acme").await, common::tenant(&store, "beta").await);
+    let channel = common::channel(&store, &a, &common::secrets(), "progress-bot").await;
+    let chat = Destination::chat(hermes_core::Platform::Telegram, channel.id, "42", None);
+    let new = NewDelegation { reply_to: Some(&chat), ..delegation(&a, TurnId::new(), "call_1", &["scan", "sum"], 3) };
+    let Started::Queued { id, sessions } = store.turns().start_delegation(a.id, &new).await.unwrap() else {
+        panic!("queued")
+    };
+    let child = turn_of(&pool, sessions[1]).await;
+    let tools: Vec<String> = ["web_search", "read_file"].map(str::to_owned).to_vec();
+    let at = |step| ProgressAt { step, line: 0 };
+    store.turns().child_progress(a.id, child, at(3), &tools).await.unwrap();
+    store.turns().child_progress(a.id, child, at(3), &tools).await.unwrap();
+    store.turns().child_progress(b.id, child, at(4), &tools).await.unwrap();
+    let told = progress_lines(&pool, &a).await;
+    assert_eq!(told, [(format!("delegation:{id}:2:step:3:0"), "🔀 Background task 2/2: web_search, read_file".into())]);
+    assert!(progress_lines(&pool, &b).await.is_empty(), "another tenant's turn tells nothing");
+
+    // A chat that hides tool progress is told nothing; nor is anyone after a stop.
+    sqlx::query("UPDATE channels SET tool_progress = false WHERE id = $1")
+        .bind(channel.id.as_uuid())
+        .execute(&pool)
+        .await
+        .unwrap();
+    store.turns().child_progress(a.id, child, at(5), &tools).await.unwrap();
+    sqlx::query("UPDATE channels SET tool_progress = true WHERE id = $1")
+        .bind(channel.id.as_uuid())
+        .execute(&pool)
+        .await
+        .unwrap();
+    store.turns().cancel_children(a.id, a.session).await.unwrap();
+    store.turns().child_progress(a.id, child, at(6), &tools).await.unwrap();
+    assert_eq!(progress_lines(&pool, &a).await.len(), 1);
 }
