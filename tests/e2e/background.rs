@@ -115,6 +115,29 @@ async fn background_children_report_in_the_chat_while_the_conversation_goes_on()
     pod.stop_with(env).await;
 }
 
+/// Children in the foreground show their tools in the parent's progress message, numbered by
+/// task, as upstream's gateway shows them.
+#[tokio::test]
+async fn foreground_childrens_tools_show_in_the_parents_progress_message() {
+    let env = TestEnv::start().await;
+    let (tg, pod) = delegating_bot(&env).await;
+    sqlx::query("UPDATE channels SET tool_progress = true").execute(&env.db).await.unwrap();
+    let tasks = json!({"tasks": [{"goal": "$ sleep 3; echo a-done"}, {"goal": "$ sleep 3; echo b-done"}]});
+    env.llm.push(ScriptedReply::tool_call("delegate_task", tasks));
+    tg.user_says(TOKEN, 42, "check both services");
+    let both = |t: &str| t.contains("🔀 [1] terminal: sleep 3; echo a-done") && t.contains("🔀 [2] terminal: sleep 3");
+    let shown = poll_until(async || tg.all_sent(TOKEN).into_iter().find(|m| both(&m.text))).await;
+    let shown = shown.unwrap_or_else(|| panic!("no progress with the children's tools: {:?}", tg.all_sent(TOKEN)));
+    assert!(shown.text.starts_with("⏳ delegate_task"), "the parent's call, then its children's: {}", shown.text);
+    message_with(&tg, "Results of 2 delegated task(s)").await;
+    poll_until(async || {
+        tg.all_sent(TOKEN).iter().find(|m| m.message_id == shown.message_id).filter(|m| m.deleted).map(|_| ())
+    })
+    .await
+    .expect("the progress message goes when the answer comes");
+    pod.stop_with(env).await;
+}
+
 /// A child's tools are told in a chat that shows tool progress, a line for every five calls,
 /// before the report (upstream's gateway relays a child's tools the same way).
 #[tokio::test]

@@ -497,12 +497,17 @@ pub fn sse_events(text: &str) -> Vec<(Option<String>, String)> {
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Whether a chat message is the gateway's preview (the tools at work, `⏳ name: gist` or
-/// `✓ name: gist` lines, or a streamed answer with its cursor) that the answer replaces and
+/// `✓ name: gist` lines, a delegated child's `🔀 [n] name: gist`, or a streamed answer with its
+/// cursor) that the answer replaces and
 /// removes. On a busy machine a tool runs long enough to get one, so a test counting the bot's
 /// messages waits until the preview has gone instead of counting it.
 pub fn is_preview(text: &str) -> bool {
     let tool_line = |line: &str| {
-        let Some(rest) = line.strip_prefix("⏳ ").or_else(|| line.strip_prefix("✓ ")) else { return false };
+        let child =
+            line.strip_prefix("🔀 ").map(|l| l.split_once("] ").filter(|_| l.starts_with('[')).map_or(l, |(_, r)| r));
+        let Some(rest) = line.strip_prefix("⏳ ").or_else(|| line.strip_prefix("✓ ")).or(child) else {
+            return false;
+        };
         rest.split_once(':').is_some_and(|(name, _)| {
             !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
         })

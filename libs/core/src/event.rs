@@ -144,6 +144,10 @@ pub enum TurnEventKind {
         #[serde(default)]
         output: String,
     },
+    /// A delegated child of this turn started a tool (children in the foreground run inside
+    /// the turn's `delegate_task` call): task `position` of `tasks`, for progress lines. A
+    /// pod that does not know this event drops it.
+    ChildTool { position: u32, tasks: u32, tool: String, preview: String },
     /// Something the user should know that is not part of the answer: `soft_cap_reached`.
     Notice { code: String, message: String },
     /// The turn ended (successfully or not); always the last event.

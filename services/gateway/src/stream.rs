@@ -97,33 +97,56 @@ pub struct Preview {
 /// Tools shown in the preview at most.
 const SHOWN_TOOLS: usize = 5;
 
-/// The tools of the turn so far, newest last: the call, its line, and whether it still runs.
+/// How a tool line is marked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    Running,
+    Done,
+    /// A delegated child's tool (upstream's 🔀 lines): shown, never waited on.
+    Child,
+}
+
+/// The tools of the turn so far, newest last: the call, its line, and its mark.
 #[derive(Default)]
-struct ToolLog(Vec<(String, String, bool)>);
+struct ToolLog(Vec<(String, String, Mark)>);
 
 impl ToolLog {
     fn started(&mut self, call: String, line: String) {
-        self.0.push((call, line, true));
+        self.0.push((call, line, Mark::Running));
+    }
+
+    fn child(&mut self, line: String) {
+        self.0.push((String::new(), line, Mark::Child));
     }
 
     fn finished(&mut self, call: &str) {
-        for entry in self.0.iter_mut().filter(|(c, _, _)| c == call) {
-            entry.2 = false;
+        for entry in self.0.iter_mut().filter(|(c, _, mark)| c == call && *mark == Mark::Running) {
+            entry.2 = Mark::Done;
         }
     }
 
     fn running(&self) -> bool {
-        self.0.iter().any(|(_, _, running)| *running)
+        self.0.iter().any(|(_, _, mark)| *mark == Mark::Running)
     }
 
     fn lines(&self) -> String {
         let skip = self.0.len().saturating_sub(SHOWN_TOOLS);
-        let lines: Vec<String> = self.0[skip..]
-            .iter()
-            .map(|(_, line, running)| format!("{} {line}", if *running { "⏳" } else { "✓" }))
-            .collect();
+        let sign = |mark: Mark| match mark {
+            Mark::Running => "⏳",
+            Mark::Done => "✓",
+            Mark::Child => "🔀",
+        };
+        let lines: Vec<String> =
+            self.0[skip..].iter().map(|(_, line, mark)| format!("{} {line}", sign(*mark))).collect();
         lines.join("\n")
     }
+}
+
+/// A delegated child's tool line: `[2] web_search: rust async` (the task's number when the
+/// call handed out several).
+fn child_line(position: u32, tasks: u32, tool: &str, preview: &str) -> String {
+    let which = if tasks > 1 { format!("[{position}] ") } else { String::new() };
+    format!("{which}{tool}: {}", gist(preview))
 }
 
 /// What a tool call is about, in a few words: its command, query, path or first text
@@ -182,6 +205,9 @@ impl Preview {
                         tools.started(call_id, format!("{name}: {}", gist(&preview)));
                     }
                     Some(TurnEventKind::ToolCompleted { call_id, .. }) => tools.finished(&call_id),
+                    Some(TurnEventKind::ChildTool { position, tasks, tool, preview }) if !tool.starts_with('_') => {
+                        tools.child(child_line(position, tasks, &tool, &preview));
+                    }
                     Some(TurnEventKind::Finished { outcome }) => break outcome.error_code != Some(hermes_core::ErrorCode::Cancelled),
                     Some(TurnEventKind::Waiting { .. }) | None => break false,
                     Some(_) => {}
@@ -255,5 +281,12 @@ mod tests {
         log.finished("a");
         assert!(log.running());
         assert_eq!(render(None, &log), "✓ terminal: ls\n⏳ read_file: x");
+        log.child(child_line(2, 3, "web_search", r#"{"query":"rust async"}"#));
+        log.child(child_line(1, 1, "terminal", r#"{"command":"ls"}"#));
+        log.finished("");
+        assert_eq!(
+            render(None, &log),
+            "✓ terminal: ls\n⏳ read_file: x\n🔀 [2] web_search: rust async\n🔀 terminal: ls"
+        );
     }
 }

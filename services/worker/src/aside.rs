@@ -1,6 +1,6 @@
 //! Turns run aside from any conversation: a delegated task's child and the learning loop's
-//! review. Each is a system prompt and one input on a child's limits; no one watches its
-//! steps, and nothing is compacted (they start fresh and stay short).
+//! review. Each is a system prompt and one input on a child's limits; nothing is compacted
+//! (they start fresh and stay short). Only a child's tool starts are told, to its parent turn.
 
 use hermes_agent::{EventSink, Turn, TurnEnd, TurnJournal, TurnLimits, TurnStart};
 use hermes_core::{ChatMessage, TurnEventKind};
@@ -8,8 +8,8 @@ use hermes_tools::{ToolCtx, ToolRegistry};
 
 use crate::models::{Models, TurnModel};
 
-/// Emits nothing: children and reviews have no one listening.
-struct Quiet;
+/// Emits nothing: a review has no one listening.
+pub(crate) struct Quiet;
 
 impl EventSink for Quiet {
     fn emit(&self, _: TurnEventKind) {}
@@ -25,6 +25,8 @@ pub(crate) struct Aside<'a, J> {
     pub tools: &'a ToolRegistry,
     pub tool_ctx: &'a ToolCtx,
     pub journal: &'a mut J,
+    /// Where its events go.
+    pub events: &'a dyn EventSink,
     /// Steps at most; the other limits are a child's.
     pub max_iterations: u32,
 }
@@ -41,7 +43,7 @@ impl<J: TurnJournal> Aside<'_, J> {
             tools: self.tools,
             tool_ctx: self.tool_ctx,
             journal: self.journal,
-            events: &Quiet,
+            events: self.events,
             limits: &limits,
             context: None,
         };

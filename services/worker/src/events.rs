@@ -86,6 +86,11 @@ impl EventPublisher {
         Self { tx, task, activity: Activity::new() }
     }
 
+    /// A relay into this turn's events, for its delegated children.
+    pub fn relay(&self) -> EventRelay {
+        EventRelay(Some(self.tx.downgrade()))
+    }
+
     /// Publishes the last event and waits until everything queued has been handed to the broker.
     pub async fn finish(self, last: Option<TurnEventKind>) {
         if let Some(kind) = last {
@@ -95,6 +100,27 @@ impl EventPublisher {
         // A stalled broker must not hold the session: waiters fall back to Postgres.
         if tokio::time::timeout(Duration::from_secs(10), self.task).await.is_err() {
             tracing::warn!("publishing the turn's events timed out");
+        }
+    }
+}
+
+/// Where a turn's delegated children tell their progress: the turn's own event stream. It does
+/// not keep the stream open (a tool registry may outlive the turn): once the turn has ended,
+/// what it is told goes nowhere.
+#[derive(Clone)]
+pub(crate) struct EventRelay(Option<mpsc::WeakUnboundedSender<TurnEventKind>>);
+
+impl EventRelay {
+    /// A relay to nobody (work with no one watching it).
+    pub fn nowhere() -> Self {
+        Self(None)
+    }
+}
+
+impl EventSink for EventRelay {
+    fn emit(&self, event: TurnEventKind) {
+        if let Some(tx) = self.0.as_ref().and_then(mpsc::WeakUnboundedSender::upgrade) {
+            let _ = tx.send(event);
         }
     }
 }

@@ -186,6 +186,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
     };
     let max_iterations = rt.ctx.config.learning.review_max_iterations;
     let aside = Aside {
+        events: &crate::aside::Quiet,
         model: &model,
         model_name: &model_name,
         settings: &hermes_core::ModelSettings::default(),

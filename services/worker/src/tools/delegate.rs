@@ -15,14 +15,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use hermes_agent::{JournalError, TurnEnd, TurnJournal};
-use hermes_core::{ChatMessage, ChildRole, SessionId, TurnId, Usage};
+use hermes_agent::{EventSink, JournalError, TurnEnd, TurnJournal};
+use hermes_core::{ChatMessage, ChildRole, SessionId, TurnEventKind, TurnId, Usage};
 use hermes_store::Store;
 use hermes_store::delegations::NewChild;
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolRegistry, ToolSpec, object_schema};
 
 use crate::aside::Aside;
 use crate::children::CHILD_EXCLUDED;
+use crate::events::EventRelay;
 use crate::models::Models;
 pub(crate) use crate::tools::delegate_background::Children;
 use crate::tools::vision::ImageSources;
@@ -45,6 +46,25 @@ pub(crate) struct DelegateTool {
     pub depth: u32,
     /// Usage of all children, added to the parent turn's.
     pub usage: Arc<Mutex<Usage>>,
+    /// The parent turn's events, where children in the foreground tell the tools they start.
+    pub events: EventRelay,
+}
+
+/// A foreground child's tool starts, told on its parent turn's events as task `position` of
+/// `tasks` (upstream relays a child's tools to its parent's progress display).
+struct ChildProgress {
+    relay: EventRelay,
+    position: u32,
+    tasks: u32,
+}
+
+impl EventSink for ChildProgress {
+    fn emit(&self, event: TurnEventKind) {
+        if let TurnEventKind::ToolStarted { tool, preview, .. } = event {
+            let (position, tasks) = (self.position, self.tasks);
+            self.relay.emit(TurnEventKind::ChildTool { position, tasks, tool, preview });
+        }
+    }
 }
 
 pub(crate) struct Task {
@@ -61,6 +81,14 @@ impl Task {
             None => self.goal.clone(),
         }
     }
+}
+
+/// Which of a call's children a run is, and its step budget.
+#[derive(Clone, Copy)]
+struct ChildOf {
+    position: u32,
+    tasks: u32,
+    max_iterations: u32,
 }
 
 /// One call's tasks and how they run.
@@ -211,12 +239,14 @@ impl DelegateTool {
                 tools: self.tools.clone(),
                 depth: self.depth + 1,
                 usage: self.usage.clone(),
+                // A grandchild's tools are not told: its numbers would read as its parent's.
+                events: EventRelay::nowhere(),
             }));
         }
         tools
     }
 
-    async fn run_child(&self, ctx: &ToolCtx, task: &Task, max_iterations: u32) -> Result<String, String> {
+    async fn run_child(&self, ctx: &ToolCtx, task: &Task, run: ChildOf) -> Result<String, String> {
         let tenant = ctx.tenant_id;
         let slot = uuid::Uuid::now_v7().to_string();
         let (slots, cap) = (&self.children.slots, self.children.cap);
@@ -237,14 +267,14 @@ impl DelegateTool {
         if waited.is_err() {
             return Err("too many delegated tasks are running for this team; try again later".into());
         }
-        let result = self.run_child_in_slot(ctx, task, max_iterations).await;
+        let result = self.run_child_in_slot(ctx, task, run).await;
         if let Err(e) = slots.release(&tenant.to_string(), &slot).await {
             tracing::warn!(error = %e, "cannot release a child slot (it will lapse)");
         }
         result
     }
 
-    async fn run_child_in_slot(&self, ctx: &ToolCtx, task: &Task, max_iterations: u32) -> Result<String, String> {
+    async fn run_child_in_slot(&self, ctx: &ToolCtx, task: &Task, run: ChildOf) -> Result<String, String> {
         let store = &self.children.store;
         let session = store
             .conversations()
@@ -273,14 +303,16 @@ impl DelegateTool {
         // Children never wait for the user: what needs an answer is refused.
         let interaction = hermes_tools::Interactive { enabled: false, resolution: None, ..ctx.interaction.clone() };
         let tool_ctx = ToolCtx { session_id: session, turn_id: turn, interaction, ..ctx.clone() };
+        let progress = ChildProgress { relay: self.events.clone(), position: run.position, tasks: run.tasks };
         let aside = Aside {
+            events: &progress,
             model: &model,
             model_name: &model_name,
             settings: &self.models.agent.model_settings,
             tools: &tools,
             tool_ctx: &tool_ctx,
             journal: &mut journal,
-            max_iterations,
+            max_iterations: run.max_iterations,
         };
         match aside.run(prompt, input).await {
             TurnEnd::Finished(outcome) => {
@@ -351,7 +383,11 @@ impl SimpleTool for DelegateTool {
         {
             return Ok(handle);
         }
-        let runs = tasks.iter().map(|t| self.run_child(ctx, t, max_iterations));
+        let tasks_n = u32::try_from(tasks.len()).unwrap_or(u32::MAX);
+        let runs = tasks
+            .iter()
+            .zip(1..)
+            .map(|(t, position)| self.run_child(ctx, t, ChildOf { position, tasks: tasks_n, max_iterations }));
         let results = futures_util::future::join_all(runs).await;
         let mut out = format!("Results of {} delegated task(s):", tasks.len());
         for (i, (task, result)) in tasks.iter().zip(results).enumerate() {

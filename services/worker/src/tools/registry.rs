@@ -33,6 +33,8 @@ pub(crate) struct TurnTools<'a> {
     pub delegation_depth: u32,
     /// The agent's configured MCP servers.
     pub mcp_servers: &'a [StoredMcpServer],
+    /// The turn's events, where its delegated children tell their progress.
+    pub events: crate::events::EventRelay,
 }
 
 /// The tools of this turn: the built-ins the agent's toolsets enable, those bound to the turn
@@ -87,6 +89,7 @@ fn own_state(kit: &Toolkit, turn: &TurnTools<'_>, tools: &mut ToolRegistry) {
             tools: tools.clone(),
             depth: turn.delegation_depth,
             usage: turn.child_usage.clone(),
+            events: turn.events.clone(),
         }));
     }
     if ToolsetName::Todo.enabled_in(&agent.toolsets) {

@@ -71,7 +71,7 @@ async fn execute(claim: Claim<'_>, inputs: Result<Box<TurnInputs>, StoreError>) 
     // The plan, the end and the rarer paths run boxed: a future is as large as its largest
     // state, and this one lives for the whole turn (thousands may wait on their models at
     // once), while those states are short and large.
-    let planned = Box::pin(plan::plan(rt, tenant, turn, inputs, journal.meter())).await;
+    let planned = Box::pin(plan::plan(rt, tenant, turn, inputs, (journal.meter(), events.relay()))).await;
     Phase::Prompt.record(started.elapsed());
     let ending = match planned {
         Ok(Planned::Run(mut plan)) => {

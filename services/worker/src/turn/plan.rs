@@ -17,6 +17,7 @@ use super::outcome::failed;
 use super::setup::{self, Origin};
 use crate::Runtime;
 use crate::children::ChildRun;
+use crate::events::EventRelay;
 use crate::models::{Models, TurnModel};
 use crate::tools::registry::{TurnTools, registry};
 
@@ -116,9 +117,9 @@ pub(super) async fn plan(
     tenant: TenantId,
     turn: &ClaimedTurn,
     inputs: Result<Box<TurnInputs>, StoreError>,
-    meter: Arc<CallBuffer>,
+    (meter, events): (Arc<CallBuffer>, EventRelay),
 ) -> Result<Planned, PlanError> {
-    let planner = Planner { rt, tenant, turn };
+    let planner = Planner { rt, tenant, turn, events };
     let input = input_of(turn)?;
     let origin = Origin::of(turn.session_source);
     // A child's task is never a command, whatever it starts with.
@@ -226,6 +227,8 @@ struct Planner<'a> {
     rt: &'a Arc<Runtime>,
     tenant: TenantId,
     turn: &'a ClaimedTurn,
+    /// The turn's events, where its delegated children tell their progress.
+    events: EventRelay,
 }
 
 impl Planner<'_> {
@@ -344,6 +347,7 @@ impl Planner<'_> {
             // A background child is one level down.
             delegation_depth: u32::from(turn.session_source == hermes_core::SessionSource::Subagent),
             mcp_servers,
+            events: self.events.clone(),
         };
         let tools = registry(&self.rt.toolkit, tools).await?;
         Ok(match child {
