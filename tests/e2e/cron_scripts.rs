@@ -32,7 +32,14 @@ ls /workspace/.hermes/scripts";
 
 /// An environment whose agent has the terminal, a Telegram bot for it, and its scripts written.
 async fn with_scripts(roles: Roles) -> (TestEnv, TelegramEmulator, Pod, String, SandboxKey) {
-    let env = TestEnv::start_roles(roles).await;
+    with_scripts_and(roles, |_| {}).await
+}
+
+async fn with_scripts_and(
+    roles: Roles,
+    tweak: impl FnOnce(&mut hermes_config::HermesConfig),
+) -> (TestEnv, TelegramEmulator, Pod, String, SandboxKey) {
+    let env = TestEnv::start_with(roles, tweak).await;
     let (tg, channel) = open_bot(&env).await;
     env.set_toolsets(channel.agent_id, &["terminal", "file"]).await;
     let pod = Pod::start(&env).await;
@@ -159,6 +166,23 @@ async fn script_jobs_deliver_a_watchdog_without_a_model_and_wake_the_agent_only_
     run_now(&env, &key, &disk["job"]).await;
     assert_eq!(sent(&tg, 6).await[5].text, "⏰ Cron job “disk”\n\nRAM 93% on the build box");
     assert_eq!(env.llm.requests().len(), calls);
+    pod.stop_with(env).await;
+}
+
+/// The installation sets how long a script may run (upstream's `cron.script_timeout_seconds`).
+#[tokio::test]
+async fn a_script_past_the_configured_timeout_is_killed_and_alerted() {
+    let tweak = |c: &mut hermes_config::HermesConfig| c.worker.cron_script_timeout_seconds = 2;
+    let (env, tg, pod, key, _) = with_scripts_and(Roles::default(), tweak).await;
+    write_scripts(&env, &key).await;
+    let slow =
+        make(&env, &key, json!({"name": "slow", "schedule": "every 1h", "script": "slow.sh", "no_agent": true, "deliver": "telegram:42"}))
+            .await;
+    run_now(&env, &key, &slow).await;
+    let alert = &sent(&tg, 1).await[0].text;
+    assert!(alert.contains("Script timed out after 2 s: slow.sh"), "{alert}");
+    assert!(!alert.contains("slow done"), "{alert}");
+    assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'failed'").await, 1);
     pod.stop_with(env).await;
 }
 

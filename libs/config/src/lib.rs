@@ -233,6 +233,9 @@ pub struct WorkerConfig {
     /// The longest a background child (`delegate_task(background=true)`) may work, in
     /// seconds, before it is stopped and reported as failed.
     pub child_timeout_seconds: u64,
+    /// The longest a cron job's `script` may run, in seconds (upstream's
+    /// `cron.script_timeout_seconds`), before it is killed and the run fails.
+    pub cron_script_timeout_seconds: u64,
     /// An unattended run (cron, webhook) with no activity (tokens, tool calls) this long fails.
     pub unattended_inactivity_seconds: u64,
     /// Turns a standing goal (`/goal`) may take before it pauses.
@@ -259,6 +262,7 @@ impl Default for WorkerConfig {
             clarify_timeout_seconds: 600,
             max_children_per_tenant: 8,
             child_timeout_seconds: 1_800,
+            cron_script_timeout_seconds: 120,
             unattended_inactivity_seconds: 600,
             goal_max_turns: 20,
             tenant_share: 0.5,
@@ -476,6 +480,10 @@ impl HermesConfig {
         }
         if w.child_timeout_seconds < 10 {
             return Err(ConfigError::Invalid("worker.child_timeout_seconds must be at least 10".into()));
+        }
+        // A script runs as one sandbox command: no longer than the longest command may.
+        if !(1..=3_600).contains(&w.cron_script_timeout_seconds) {
+            return Err(ConfigError::Invalid("worker.cron_script_timeout_seconds must be 1 to 3600".into()));
         }
         if !(1..=3).contains(&w.delegation_max_depth) {
             return Err(ConfigError::Invalid("worker.delegation_max_depth must be 1, 2 or 3".into()));

@@ -23,7 +23,8 @@ pub enum CronCmd {
         owner: TenantAgent,
         #[arg(long)]
         schedule: String,
-        #[arg(long)]
+        /// What the agent is asked (may be empty for a `--no-agent` job).
+        #[arg(long, default_value = "")]
         prompt: String,
         #[arg(long)]
         name: Option<String>,
@@ -35,6 +36,8 @@ pub enum CronCmd {
         /// local (default), or platform:chat[:thread].
         #[arg(long, default_value = "local")]
         deliver: String,
+        #[command(flatten)]
+        script: ScriptArgs,
     },
     /// Stop scheduling a job (it is kept).
     Pause(TenantJob),
@@ -46,6 +49,24 @@ pub enum CronCmd {
     Runs(TenantJob),
     /// Delete a job.
     Remove(TenantJob),
+}
+
+/// Upstream's script options of a job (`hermes cron create --script S --no-agent`).
+#[derive(clap::Args)]
+pub struct ScriptArgs {
+    /// A script in the agent's scripts folder (`/workspace/.hermes/scripts/`), run before each
+    /// run; what it prints goes above the prompt.
+    #[arg(long)]
+    script: Option<String>,
+    /// The script is the job: what it prints is delivered as it is, with no model call.
+    #[arg(long, requires = "script")]
+    no_agent: bool,
+    /// Where the script starts: a folder of the workspace.
+    #[arg(long)]
+    workdir: Option<String>,
+    /// A job (id or name) whose latest output goes above the prompt; repeat for more.
+    #[arg(long = "context-from")]
+    context_from: Vec<String>,
 }
 
 /// The tenant and its job that `r` names.
@@ -68,8 +89,9 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
                 format!("{}\t{}\t{}\t{}\tnext {:?}", j.id, j.name, j.schedule_display, j.state, j.next_run_at)
             });
         }
-        CronCmd::Create { owner, schedule, prompt, name: job_name, timezone, repeat, deliver } => {
+        CronCmd::Create { owner, schedule, prompt, name: job_name, timezone, repeat, deliver, script } => {
             let (t, agent) = owner.resolve(store).await?;
+            let ScriptArgs { script, no_agent, workdir, context_from } = script;
             let c = CreateJob {
                 prompt,
                 schedule,
@@ -77,6 +99,10 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
                 timezone,
                 repeat,
                 deliver: Some(deliver),
+                script,
+                no_agent,
+                workdir,
+                context_from,
                 ..CreateJob::default()
             };
             let job = ops::create(store, cli_actor(), (t.id, agent.id), c).await?;
@@ -123,5 +149,32 @@ fn first_run(at: chrono::DateTime<chrono::Utc>, zone: &str) -> String {
     match hermes_schedule::time_zone(zone) {
         Ok(tz) => at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z").to_string(),
         Err(_) => at.to_rfc3339(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::commands::{Cli, Command};
+
+    fn create(args: &[&str]) -> Result<ScriptArgs, clap::Error> {
+        let base = ["hermesctl", "cron", "create", "--tenant", "acme", "--agent", "helper", "--schedule", "every 5m"];
+        match Cli::try_parse_from(base.iter().chain(args))?.command {
+            Command::Cron(CronCmd::Create { script, .. }) => Ok(script),
+            _ => panic!("not a cron create"),
+        }
+    }
+
+    #[test]
+    fn a_script_job_takes_upstreams_options_and_no_agent_needs_a_script() {
+        let args =
+            ["--script", "ram.sh", "--no-agent", "--workdir", "ops", "--context-from", "a", "--context-from", "b"];
+        let s = create(&args).unwrap();
+        assert_eq!((s.script.as_deref(), s.no_agent, s.workdir.as_deref()), (Some("ram.sh"), true, Some("ops")));
+        assert_eq!(s.context_from, ["a", "b"]);
+        let err = create(&["--no-agent"]).err().unwrap().to_string();
+        assert!(err.contains("--script"), "{err}");
     }
 }

@@ -1,6 +1,7 @@
 //! What a cron run does before (or instead of) its agent, as upstream's scheduler does: the
 //! job's `script` runs in the agent's sandbox (from the scripts folder only, in a clean
-//! environment, for at most [`SCRIPT_TIMEOUT`]); a `no_agent` job's answer is the script's
+//! environment, for at most `worker.cron_script_timeout_seconds`, upstream's 120 s by
+//! default); a `no_agent` job's answer is the script's
 //! output as it is (empty: nothing is sent; a failure: an alert), with no model call; a script
 //! whose last line is `{"wakeAgent": false}`, or that prints nothing, skips the agent; what it
 //! prints, and the latest output of the jobs in `context_from`, go above the prompt.
@@ -20,8 +21,6 @@ use hermes_store::{ClaimedTurn, StoreError};
 
 use crate::Runtime;
 
-/// How long a job's script may run (upstream's default).
-pub(crate) const SCRIPT_TIMEOUT: Duration = Duration::from_secs(120);
 /// At most this much of a script's output is delivered or shown to the model.
 const MAX_OUTPUT_CHARS: usize = 20_000;
 /// What the sandbox passes on of a script's stdout and stderr (well inside the 2 MiB it
@@ -192,16 +191,15 @@ async fn run(rt: &Runtime, key: SandboxKey, script: &str, workdir: Option<&str>)
     // Tells the script's stdout from its stderr. A script that printed it could only garble
     // its own result; the exit code is the shell's own.
     let marker = format!("\u{1e}hermes-script-{}\u{1e}", uuid::Uuid::now_v7().simple());
+    let timeout = Duration::from_secs(rt.ctx.config.worker.cron_script_timeout_seconds);
     let request = ExecRequest {
         command: command(&script, workdir.as_deref(), &marker),
         workdir: None,
-        timeout: SCRIPT_TIMEOUT,
+        timeout,
         env: Default::default(),
     };
     match hermes_sandbox::exec(rt.ctx.sandboxes.as_ref(), key, request, &mut |_| {}).await {
-        Ok(out) if out.timed_out => {
-            Ran::Failed(format!("Script timed out after {} s: {script}", SCRIPT_TIMEOUT.as_secs()))
-        }
+        Ok(out) if out.timed_out => Ran::Failed(format!("Script timed out after {} s: {script}", timeout.as_secs())),
         Ok(out) => read(&out.output, out.exit_code, &marker),
         Err(e) => Ran::Failed(format!("The sandbox could not run the script: {e}")),
     }
