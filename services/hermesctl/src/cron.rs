@@ -37,7 +37,7 @@ pub enum CronCmd {
         #[arg(long, default_value = "local")]
         deliver: String,
         #[command(flatten)]
-        script: ScriptArgs,
+        script: Box<ScriptArgs>,
     },
     /// Stop scheduling a job (it is kept).
     Pause(TenantJob),
@@ -91,7 +91,7 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
         }
         CronCmd::Create { owner, schedule, prompt, name: job_name, timezone, repeat, deliver, script } => {
             let (t, agent) = owner.resolve(store).await?;
-            let ScriptArgs { script, no_agent, workdir, context_from } = script;
+            let ScriptArgs { script, no_agent, workdir, context_from } = *script;
             let c = CreateJob {
                 prompt,
                 schedule,
@@ -162,7 +162,7 @@ mod tests {
     fn create(args: &[&str]) -> Result<ScriptArgs, clap::Error> {
         let base = ["hermesctl", "cron", "create", "--tenant", "acme", "--agent", "helper", "--schedule", "every 5m"];
         match Cli::try_parse_from(base.iter().chain(args))?.command {
-            Command::Cron(CronCmd::Create { script, .. }) => Ok(script),
+            Command::Cron(CronCmd::Create { script, .. }) => Ok(*script),
             _ => panic!("not a cron create"),
         }
     }
