@@ -456,6 +456,7 @@ fn progress_notice(done: Option<&TaskResult>, position: i32, of: usize) -> Strin
     let short: String = goal.chars().take(120).collect();
     match done.map(|t| t.state) {
         Some(ChildState::Completed) => format!("✓ Background task {position}/{of} done: {short}"),
+        Some(ChildState::Cancelled) => format!("■ Background task {position}/{of} stopped: {short}"),
         _ => format!("✗ Background task {position}/{of} failed: {short}"),
     }
 }

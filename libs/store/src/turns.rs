@@ -415,8 +415,10 @@ pub(crate) async fn claim_next_turn_on(
 tenant_writes! {
     in Turns;
     /// Asks to stop a turn: a queued turn is cancelled at once; a running one is flagged for
-    /// its worker (which also hears it on the cancel channel). Returns the status it had.
-    pub async fn request_cancel(turn: TurnId, outcome: &TurnOutcome) -> Result<Option<TurnStatus>> = request_cancel_on;
+    /// its worker (which also hears it on the cancel channel). Returns the status it had. A
+    /// background child cancelled before it ran ends its task here, and the last of a batch
+    /// queues the report (which the reaper hands to a worker).
+    pub async fn request_cancel(turn: TurnId, outcome: &TurnOutcome) -> Result<Option<TurnStatus>> = request_cancel_on in transaction;
 }
 
 /// [`Turns::request_cancel`](crate::views::Turns::request_cancel) on a connection already set to `tenant`.
@@ -427,6 +429,18 @@ async fn request_cancel_on(
     outcome: &TurnOutcome,
 ) -> Result<Option<TurnStatus>> {
     let outcome = crate::messages::storable_json(outcome)?;
+    let before: Option<String> = sqlx::query_scalar(
+        "SELECT status::text FROM turns WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'waiting') FOR UPDATE",
+    )
+    .bind(tenant.as_uuid())
+    .bind(turn.as_uuid())
+    .fetch_optional(&mut *conn)
+    .await?;
+    if before.is_some() {
+        // Before the turn's own change, whose trigger would end the task without a report.
+        let stopped = hermes_core::ChildState::Cancelled;
+        crate::delegations::finish_child_in(&mut *conn, tenant, turn, stopped, "").await?;
+    }
     let was: Option<String> = sqlx::query_scalar(
         "WITH before AS (
             SELECT status FROM turns WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running', 'waiting')

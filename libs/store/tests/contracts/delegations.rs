@@ -166,3 +166,25 @@ async fn a_childs_tools_are_told_in_a_chat_that_shows_tool_progress_once_per_ste
     store.turns().child_progress(a.id, child, at(6), &tools).await.unwrap();
     assert_eq!(progress_lines(&pool, &a).await.len(), 1);
 }
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_queued_child_cancelled_on_its_own_still_lets_the_batch_report(pool: PgPool) {
+    let store = common::store(&pool);
+    let a = common::tenant(&store, "acme").await;
+    let new = delegation(&a, TurnId::new(), "call_1", &["scan", "sum"], 3);
+    let Started::Queued { sessions, .. } = store.turns().start_delegation(a.id, &new).await.unwrap() else {
+        panic!("queued")
+    };
+    let (first, second) = (turn_of(&pool, sessions[0]).await, turn_of(&pool, sessions[1]).await);
+    store.turns().finish_child(a.id, first, ChildState::Completed, "scanned").await.unwrap();
+    // The console's cancel of a turn that has not run yet: the last of the batch.
+    let was = store.turns().request_cancel(a.id, second, &hermes_core::TurnOutcome::cancelled()).await.unwrap();
+    assert_eq!(was, Some(hermes_core::TurnStatus::Queued));
+    let queued = reports(&pool, &a).await;
+    assert_eq!(queued.len(), 1, "the batch reports: {queued:?}");
+    assert!(queued[0].contains("### Task 1: scan\n```\nscanned\n```"), "{}", queued[0]);
+    assert!(queued[0].ends_with("### Task 2 — stopped: sum\n```\n(stopped before it ended)\n```"), "{}", queued[0]);
+    let cancelled = store.turns().request_cancel(a.id, second, &hermes_core::TurnOutcome::cancelled()).await.unwrap();
+    assert_eq!(cancelled, None, "once");
+    assert_eq!(reports(&pool, &a).await.len(), 1);
+}
