@@ -30,6 +30,7 @@ mod idempotent;
 mod media_spend;
 mod outbox_shapes;
 mod presence;
+mod process_watches;
 mod retention;
 mod rolling_upgrade;
 mod schema;

@@ -62,7 +62,9 @@ fn inherited(kit: &Toolkit, turn: &TurnTools<'_>) -> ToolRegistry {
         crate::tools::web::register(kit, tenant, models, &mut tools);
     }
     if ToolsetName::Vision.enabled_in(&agent.toolsets) {
-        crate::tools::vision::register(models, &kit.image_sources(), &mut tools, None);
+        // A background child is capped as a foreground one is (`DelegateTool::child_tools`).
+        let cap = (turn.delegation_depth > 0).then_some(crate::tools::vision::CHILD_LOADS_PER_IMAGE);
+        crate::tools::vision::register(models, &kit.image_sources(), &mut tools, cap);
     }
     if ToolsetName::ImageGen.enabled_in(&agent.toolsets) {
         crate::tools::image::register(kit, tenant, &models.pools, &mut tools, turn.links.clone());
