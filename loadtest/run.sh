@@ -3,30 +3,47 @@
 # on this machine: a fresh database, two scripted models (one at 0 ms, one slow), `hermesd all`
 # with the limits the load needs, then hermes-loadtest: plain, one-tool (Docker sandbox),
 # streamed and continued turns, 16 and 64 clients, thousands of turns in flight. It prints
-# each scenario's median and p99, the worker's split and the peak RSS, and compares every
-# figure with loadtest/baseline.json. Any failed request fails the run; a slower figure is
-# reported, not failed, unless --fail-on-regression is passed through.
+# each scenario's median and p99, the worker's split and the peak RSS. Any failed request
+# fails the run.
+#
+# Figures are compared only with another build run in turn on the same machine (--against):
+# absolute figures from another machine or day moved 30 to 74 % where paired runs of two
+# commits agreed within a few percent.
 #
 # LOADTEST_SLOW_MS sets the slow model's latency (1,000 ms smoke, 10,000 ms release).
 # LOADTEST_BIN names a directory of binaries built already (hermesd, hermesctl, hermes-sandboxd,
-# hermes-loadtest, the testkit's): nothing is built, so two builds can be paired in one run.
-# Usage: loadtest/run.sh [--smoke] [--trace grpc|http/protobuf] [hermes-loadtest flags, e.g. --seconds 20]
-#   --smoke   a short run on the dev build (seconds): what .ci/run does; checks only errors.
-#   --trace   export every span over OTLP to a local sink (hermes-otlp-sink), to measure what
-#             tracing costs: compare with a run without it.
-#   Write a new baseline with --write-baseline loadtest/baseline.json (on the reference machine).
+# hermes-loadtest, the testkit's): nothing is built.
+# Usage: loadtest/run.sh [--smoke] [--trace grpc|http/protobuf] [--against REV [--rounds N]
+#                        [--tolerance 0.05] [--fail-on-regression]] [hermes-loadtest flags]
+#   --smoke     a short run on the dev build (seconds): what .ci/run does; checks only errors.
+#   --trace     export every span over OTLP to a local sink (hermes-otlp-sink), to measure what
+#               tracing costs: compare with a run without it.
+#   --against   build REV in a worktree too, run the two builds in turn N rounds (default 2,
+#               ABBA order), and report every figure as this build's / REV's with the spread
+#               over the pairs; a figure regresses when every pair puts it worse than the
+#               tolerance (5 %). Both sides use this tree's load generator and scripted models:
+#               only hermesd, hermesctl and hermes-sandboxd come from REV.
+#   --write-figures FILE (a hermes-loadtest flag) keeps one run's figures for such a comparison.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
-smoke=0
-if [[ "${1:-}" == "--smoke" ]]; then
-  smoke=1
+smoke=0 trace="" against="" rounds=2 tolerance=0.05 fail_on_regression=0
+pass=()
+while (($#)); do
+  case "$1" in
+    --smoke) smoke=1 ;;
+    --trace) trace=${2:?--trace needs grpc or http/protobuf}; shift ;;
+    --against) against=${2:?--against needs a commit}; shift ;;
+    --rounds) rounds=${2:?--rounds needs a number}; shift ;;
+    --tolerance) tolerance=${2:?--tolerance needs a fraction}; shift ;;
+    --fail-on-regression) fail_on_regression=1 ;;
+    *) pass+=("$1") ;;
+  esac
   shift
-fi
-trace=""
-if [[ "${1:-}" == "--trace" ]]; then
-  trace=${2:?--trace needs grpc or http/protobuf}
-  shift 2
+done
+
+if [[ -n "$against" ]]; then
+  exec loadtest/paired.sh "$against" "$rounds" "$tolerance" "$fail_on_regression" "$smoke" "${pass[@]}"
 fi
 
 deploy/dev/ensure-services.sh
@@ -40,7 +57,7 @@ else
   [[ -n ${LOADTEST_BIN:-} ]] || cargo build --release --locked --bins
   bin="${LOADTEST_BIN:-${CARGO_TARGET_DIR:-$root/target}/release}"
   slow_ms=${LOADTEST_SLOW_MS:-10000}
-  flags=(--baseline loadtest/baseline.json)
+  flags=()
 fi
 HERMES_SANDBOXD_BIN="$bin/hermes-sandboxd" deploy/sandbox/build-test-image.sh >/dev/null
 ulimit -n 65536 2>/dev/null || true
@@ -120,7 +137,7 @@ pid_file=${TMPDIR:-/tmp}/hermes-loadtest-hermesd.$$.pid
 "$bin/hermes-loadtest" --url http://127.0.0.1:18080 --key "$key" --model bench --slow-model bench-slow \
   --ops-url http://127.0.0.1:19090 --pid "$hermesd_pid" \
   --restart-bin "$bin/hermesd" --restart-log "$log" --restart-pid-file "$pid_file" --slow-model-ms "$slow_ms" \
-  "${flags[@]}" "$@" || status=$?
+  "${flags[@]}" "${pass[@]}" || status=$?
 if [[ -s "$pid_file" ]]; then
   hermesd_pid=$(cat "$pid_file")
   pids+=("$hermesd_pid")

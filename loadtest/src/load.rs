@@ -1,5 +1,6 @@
 //! The load test's parts: the requests, the server's own figures, the scenarios and the report.
 
+pub mod pairs;
 pub mod report;
 pub mod resume;
 pub mod scenarios;

@@ -1,8 +1,9 @@
 //! `hermes-loadtest`: drives turns through a running Hermes Cloud and reports, for each
-//! scenario, the median and p99, the worker's own split of a turn and the server's peak RSS,
-//! then compares every figure with a committed baseline. Any failed request fails the run;
-//! a timing never does unless asked (`--fail-on-regression`). `loadtest/run.sh` starts the
-//! server, the scripted models and the tenant, and passes the right flags.
+//! scenario, the median and p99, the worker's own split of a turn and the server's peak RSS.
+//! Any failed request fails the run. `loadtest/run.sh` starts the server, the scripted models
+//! and the tenant, and passes the right flags. With `--base` and `--head` it runs nothing and
+//! compares paired runs of two builds instead (`run.sh --against`, [`load::pairs`]): a timing
+//! fails only then, and only when asked (`--fail-on-regression`).
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a report on stdout is the point")]
 #![allow(
     clippy::disallowed_methods,
@@ -17,7 +18,6 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use load::report::{Baseline, compare};
 use load::resume::Restart;
 use load::scenarios::Bench;
 use load::server::Rss;
@@ -49,11 +49,11 @@ struct Args {
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     url: String,
     /// API key.
-    #[arg(long, env = "HERMES_API_KEY")]
-    key: String,
+    #[arg(long, env = "HERMES_API_KEY", required_unless_present = "base")]
+    key: Option<String>,
     /// Agent whose model answers at once (the request's `model`).
-    #[arg(long)]
-    model: String,
+    #[arg(long, required_unless_present = "base")]
+    model: Option<String>,
     /// Agent whose model takes its time (the in-flight scenario).
     #[arg(long)]
     slow_model: Option<String>,
@@ -102,27 +102,48 @@ struct Args {
     /// Warm-up turns (not measured) before the first scenario.
     #[arg(long, default_value_t = 50)]
     warmup: usize,
-    /// Baseline to compare with.
+    /// Write this run's figures here (JSON), for a paired comparison.
     #[arg(long)]
-    baseline: Option<PathBuf>,
-    /// Write this run's figures as a new baseline here.
-    #[arg(long)]
-    write_baseline: Option<PathBuf>,
-    /// Tolerance of a new baseline (0.3: a figure may be 30 % worse before it regresses).
-    #[arg(long, default_value_t = 0.3)]
+    write_figures: Option<PathBuf>,
+    /// Compare instead of running: the figures of the other build's runs, in pair order.
+    #[arg(long, value_delimiter = ',', requires = "head")]
+    base: Vec<PathBuf>,
+    /// ... and of this build's runs, in the same order.
+    #[arg(long, value_delimiter = ',')]
+    head: Vec<PathBuf>,
+    /// How far a figure may move in every pair before it is called better or regressed (0.05:
+    /// 5 %; paired runs on one machine agree within a few percent).
+    #[arg(long, default_value_t = 0.05)]
     tolerance: f64,
-    /// Exit with status 3 when a figure regressed (by default regressions are only reported).
+    /// Exit with status 3 when a figure regressed in the comparison.
     #[arg(long)]
     fail_on_regression: bool,
+}
+
+/// The comparison of paired runs (`--base`, `--head`).
+fn compare_pairs(args: &Args) -> anyhow::Result<ExitCode> {
+    let regressed = load::pairs::compare(&args.base, &args.head, args.tolerance)?;
+    if regressed.is_empty() {
+        println!("\nno figure is worse past the tolerance in every pair");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("\n{} figure(s) REGRESSED in every pair: {}", regressed.len(), regressed.join(", "));
+    Ok(if args.fail_on_regression { ExitCode::from(3) } else { ExitCode::SUCCESS })
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
-    let target = Target::new(&args.url, &args.key)?;
+    if !args.base.is_empty() {
+        return compare_pairs(&args);
+    }
+    let (Some(key), Some(model)) = (&args.key, &args.model) else {
+        anyhow::bail!("--key and --model are needed to run");
+    };
+    let target = Target::new(&args.url, key)?;
     let mut bench =
-        Bench::new(target, args.model.clone(), args.slow_model.clone(), args.ops_url.clone(), Rss::watch(args.pid));
+        Bench::new(target, model.clone(), args.slow_model.clone(), args.ops_url.clone(), Rss::watch(args.pid));
     bench.warm_up(args.warmup).await;
     for scenario in &args.scenarios {
         match scenario {
@@ -155,18 +176,9 @@ async fn main() -> anyhow::Result<ExitCode> {
             _ => bench.errors.push("resume: needs --pid and --restart-bin".to_owned()),
         }
     }
-    let baseline = match &args.baseline {
-        Some(path) if path.exists() => Some(Baseline::read(path)?),
-        _ => None,
-    };
-    let regressed = compare(&bench.figures, baseline.as_ref());
-    if let Some(path) = &args.write_baseline {
-        let note = "loadtest/run.sh on the reference machine kind (2 cores): see docs/PERFORMANCE.md".to_owned();
-        std::fs::write(
-            path,
-            serde_json::to_string_pretty(&Baseline::of(&bench.figures, args.tolerance, note))? + "\n",
-        )?;
-        println!("wrote the baseline to {}", path.display());
+    bench.figures.print();
+    if let Some(path) = &args.write_figures {
+        bench.figures.write(path)?;
     }
     if !bench.errors.is_empty() {
         eprintln!("\n{} request(s) FAILED; the first ones:", bench.errors.len());
@@ -174,14 +186,6 @@ async fn main() -> anyhow::Result<ExitCode> {
             eprintln!("  {e}");
         }
         return Ok(ExitCode::FAILURE);
-    }
-    if !regressed.is_empty() {
-        println!("\n{} figure(s) REGRESSED past the tolerance: {}", regressed.len(), regressed.join(", "));
-        if args.fail_on_regression {
-            return Ok(ExitCode::from(3));
-        }
-    } else if baseline.is_some() {
-        println!("\nno figure regressed past the baseline's tolerance");
     }
     println!("every request succeeded");
     Ok(ExitCode::SUCCESS)

@@ -182,7 +182,7 @@ async fn a_script_past_the_configured_timeout_is_killed_and_alerted() {
     let alert = &sent(&tg, 1).await[0].text;
     assert!(alert.contains("Script timed out after 2 s: slow.sh"), "{alert}");
     assert!(!alert.contains("slow done"), "{alert}");
-    assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'failed'").await, 1);
+    env.wait_for_count("SELECT count(*) FROM cron_runs WHERE status = 'failed'", 1).await;
     pod.stop_with(env).await;
 }
 
@@ -289,4 +289,34 @@ async fn api_jobs_takes_upstreams_script_fields_and_refuses_what_it_cannot_honou
     assert_eq!(status, 400, "{refused}");
     assert!(refused["error"].as_str().is_some_and(|e| e.contains("one shared workspace")), "{refused}");
     env.stop().await;
+}
+
+/// A job's `workdir` is its runs' working folder, as upstream's: commands and relative paths
+/// start there, and the context file there is in the run's prompt.
+#[tokio::test]
+async fn a_jobs_workdir_is_where_its_runs_work_and_find_their_context_file() {
+    let (env, tg, pod, key, _) = with_scripts(Roles::default()).await;
+    let setup = "mkdir -p proj && echo 'Answer in haiku.' > proj/AGENTS.md && echo 'deploy at five' > proj/notes.txt";
+    env.llm.push(ScriptedReply::terminal(setup));
+    env.llm.push(ScriptedReply::text("Set up."));
+    let body: Value = env.chat(&key, ask("helper", "set up the project")).await.json().await.unwrap();
+    assert_eq!(crate::harness::answer_text(&body), "Set up.", "{body}");
+    let job = json!({"name": "proj", "schedule": "every 1h", "prompt": "check the project", "workdir": "proj", "deliver": "telegram:42"});
+    let job = make(&env, &key, job).await;
+    assert_eq!(job["workdir"], "/workspace/proj");
+    env.llm.push(ScriptedReply::tool_call("read_file", json!({"path": "notes.txt"})));
+    env.llm.push(ScriptedReply::terminal("pwd"));
+    env.llm.push(ScriptedReply::text("Checked."));
+    run_now(&env, &key, &job).await;
+    assert_eq!(sent(&tg, 1).await[0].text, "⏰ Cron job “proj”\n\nChecked.");
+    // The run's last step: the one that saw both tool results (other calls may follow: a title).
+    let requests = env.llm.requests();
+    let run = requests.iter().rev().find(|r| r.messages().iter().filter(|m| m["role"] == "tool").count() == 2);
+    let last = run.expect("the run's last step").messages();
+    let system = last[0]["content"].as_str().unwrap_or_default();
+    assert!(system.contains("Answer in haiku."), "the workdir's AGENTS.md is the run's context: {system}");
+    let results: Vec<String> = last.iter().filter(|m| m["role"] == "tool").map(|m| m["content"].to_string()).collect();
+    assert!(results[0].contains("deploy at five"), "a relative path is under the workdir: {results:?}");
+    assert!(results[1].contains("/workspace/proj"), "commands start in the workdir: {results:?}");
+    pod.stop_with(env).await;
 }

@@ -31,6 +31,7 @@ fn ctx(tenant: TenantId, agent: AgentId) -> ToolCtx {
         workspace: hermes_core::Workspace::Shared,
         call_id: "call_stdio".into(),
         interaction: Default::default(),
+        workdir: None,
     }
 }
 

@@ -63,6 +63,11 @@ pub fn workdir(raw: &str) -> Result<String, String> {
     Ok(format!("{WORKSPACE}/{inside}"))
 }
 
+/// A checked `workdir` (`/workspace/...`) as a path relative to the workspace.
+pub fn relative_workdir(workdir: &str) -> &str {
+    workdir.strip_prefix(WORKSPACE).unwrap_or(workdir).trim_matches('/')
+}
+
 fn checked_components(path: &str, what: &str) -> Result<(), String> {
     if path.chars().any(|c| c.is_control() || c == '\\') {
         return Err(format!("the {what} path has a control character or a backslash"));

@@ -294,6 +294,7 @@ impl Tool for ExecuteCode {
                 max_stdout_bytes: MAX_STDOUT_BYTES,
                 max_stderr_bytes: MAX_STDERR_BYTES,
                 max_tool_calls: self.max_tool_calls,
+                workdir: ctx.workdir.clone().unwrap_or_default(),
             };
             let lost = |_| ToolError::Unavailable("the sandbox went away during the script".into());
             input.send(CodeInput { input: Some(code_input::Input::Start(start)) }).await.map_err(lost)?;

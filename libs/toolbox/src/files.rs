@@ -120,7 +120,7 @@ impl SimpleTool for ReadFile {
     }
 
     async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
-        let path = required_str(&args, "path")?.to_owned();
+        let path = ctx.in_workdir(required_str(&args, "path")?);
         let client = self.0.client(ctx).await?;
         let request =
             ReadFileRequest { path: path.clone(), offset: u32_arg(&args, "offset"), limit: u32_arg(&args, "limit") };
@@ -156,7 +156,7 @@ impl SimpleTool for WriteFile {
     }
 
     async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
-        let path = required_str(&args, "path")?.to_owned();
+        let path = ctx.in_workdir(required_str(&args, "path")?);
         let content = required_str(&args, "content")?.to_owned();
         let client = self.0.client(ctx).await?;
         self.0.checkpoint_once(ctx, &client, "write_file").await?;
@@ -192,7 +192,7 @@ impl SimpleTool for Patch {
     }
 
     async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
-        let path = required_str(&args, "path")?.to_owned();
+        let path = ctx.in_workdir(required_str(&args, "path")?);
         let edit = match str_arg(&args, "mode").unwrap_or("replace") {
             "replace" => edit_file_request::Edit::Replace(Replace {
                 old_string: required_str(&args, "old_string")?.to_owned(),
@@ -243,7 +243,7 @@ impl SimpleTool for SearchFiles {
         let request = SearchRequest {
             pattern: required_str(&args, "pattern")?.to_owned(),
             files: str_arg(&args, "target") == Some("files"),
-            path: str_arg(&args, "path").unwrap_or_default().to_owned(),
+            path: str_arg(&args, "path").map_or_else(|| ctx.workdir.clone().unwrap_or_default(), |p| ctx.in_workdir(p)),
             file_glob: str_arg(&args, "file_glob").unwrap_or_default().to_owned(),
             limit: u32_arg(&args, "limit"),
             offset: u32_arg(&args, "offset"),

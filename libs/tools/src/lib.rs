@@ -34,9 +34,24 @@ pub struct ToolCtx {
     pub call_id: String,
     /// What the tool may ask the user, and what the user already answered.
     pub interaction: Interactive,
+    /// The folder relative paths and commands start in (`/workspace/...`: a cron job's
+    /// `workdir`, as upstream's); `None`: the workspace.
+    pub workdir: Option<String>,
 }
 
 impl ToolCtx {
+    /// `path` as the sandbox reads it: a relative path under [`ToolCtx::workdir`] when the
+    /// turn has one; any other path as it is (the sandbox keeps every path in the workspace).
+    pub fn in_workdir(&self, path: &str) -> String {
+        match &self.workdir {
+            Some(dir) if !path.starts_with('/') && !path.starts_with('~') => {
+                let path = path.strip_prefix("./").unwrap_or(path);
+                if path.is_empty() || path == "." { dir.clone() } else { format!("{dir}/{path}") }
+            }
+            _ => path.to_owned(),
+        }
+    }
+
     /// A call of a fresh tenant's fresh agent, for tests of tools (never a request's: a
     /// request's tenant comes from authentication).
     #[doc(hidden)]
@@ -51,6 +66,7 @@ impl ToolCtx {
             workspace: hermes_core::Workspace::Shared,
             call_id: call_id.to_owned(),
             interaction: Interactive::default(),
+            workdir: None,
         }
     }
 }

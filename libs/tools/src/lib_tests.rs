@@ -169,3 +169,15 @@ async fn a_tool_named_at_run_time_never_replaces_another_and_leaves_no_name_behi
     // Other tests of this binary may add their few fixed names meanwhile.
     assert!(crate::shared_schema_names() <= before + 4, "{} names", crate::shared_schema_names());
 }
+
+#[test]
+fn relative_paths_are_under_the_turns_workdir_and_others_are_left_alone() {
+    let plain = ToolCtx::for_tests("c");
+    assert_eq!(plain.in_workdir("notes.txt"), "notes.txt");
+    let cron = ToolCtx { workdir: Some("/workspace/proj".into()), ..ToolCtx::for_tests("c") };
+    assert_eq!(cron.in_workdir("notes.txt"), "/workspace/proj/notes.txt");
+    assert_eq!(cron.in_workdir("./src/a.rs"), "/workspace/proj/src/a.rs");
+    assert_eq!(cron.in_workdir("."), "/workspace/proj");
+    assert_eq!(cron.in_workdir("/workspace/other"), "/workspace/other");
+    assert_eq!(cron.in_workdir("~/x"), "~/x");
+}

@@ -138,7 +138,7 @@ pub(crate) struct UpstreamJob {
     #[schema(value_type = Option<Vec<String>>)]
     context_from: Option<OneOrMany>,
     enabled_toolsets: Option<Vec<String>>,
-    /// Where the script starts, in the workspace.
+    /// The run's working folder in the workspace (commands, relative paths, the script, context files).
     workdir: Option<String>,
     enabled: Option<bool>,
     /// Which agent runs it (by name): an addition of ours; default the key's agent or the

@@ -61,7 +61,8 @@ pub struct ScriptArgs {
     /// The script is the job: what it prints is delivered as it is, with no model call.
     #[arg(long, requires = "script")]
     no_agent: bool,
-    /// Where the script starts: a folder of the workspace.
+    /// The runs' working folder in the workspace: commands, relative paths and the script start
+    /// there, and its context file is read from there.
     #[arg(long)]
     workdir: Option<String>,
     /// A job (id or name) whose latest output goes above the prompt; repeat for more.

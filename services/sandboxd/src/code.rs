@@ -291,7 +291,7 @@ fn launch(dir: &Path, start: &CodeStart, workspace: &Path) -> Result<(tokio::pro
     let listener = UnixListener::bind(&socket).map_err(io)?;
     let mut cmd = Command::new("python3");
     cmd.arg(dir.join("script.py"))
-        .current_dir(workspace)
+        .current_dir(if start.workdir.is_empty() { workspace.to_path_buf() } else { workspace.join(&start.workdir) })
         .env_clear()
         .envs(scrubbed_env())
         .env("PYTHONPATH", dir)

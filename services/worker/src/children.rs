@@ -52,7 +52,7 @@ pub(crate) async fn prompt(
     model: &str,
     tool_names: &[&str],
 ) -> String {
-    let context_file = crate::turn::setup::context_file(sandboxes, key, toolsets).await;
+    let context_file = crate::turn::setup::context_file(sandboxes, key, toolsets, "").await;
     render_stable_prompt(&PromptInputs {
         soul: None,
         model,

@@ -183,6 +183,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         workspace: hermes_core::Workspace::Shared,
         call_id: String::new(),
         interaction: Interactive { enabled: false, ..Interactive::default() },
+        workdir: None,
     };
     let max_iterations = rt.ctx.config.learning.review_max_iterations;
     let aside = Aside {

@@ -34,7 +34,7 @@ impl SimpleTool for UnpackArchive {
     }
 
     async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
-        let path = required_str(&args, "path")?.to_owned();
+        let path = ctx.in_workdir(required_str(&args, "path")?);
         let dest = str_arg(&args, "dest").unwrap_or_default().to_owned();
         let client = self.0.client(ctx).await?;
         self.0.checkpoint_once(ctx, &client, "unpack_archive").await?;

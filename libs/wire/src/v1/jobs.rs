@@ -58,7 +58,9 @@ pub struct CronJob {
     /// Jobs of the same agent whose latest output goes above the prompt.
     #[schema(value_type = Vec<String>)]
     pub context_from: Vec<uuid::Uuid>,
-    /// Where the script starts, in the workspace (default: the scripts folder).
+    /// The run's working folder in the workspace: its script, commands and relative paths start
+    /// there, and its context file (AGENTS.md, ...) is found from there (default: the workspace;
+    /// a script starts in its own folder).
     pub workdir: Option<String>,
     pub created_at: DateTime<Utc>,
 }
@@ -118,6 +120,7 @@ pub struct CreateJob {
     /// Jobs of the same agent (ids or names) whose latest output goes above the prompt.
     #[serde(default)]
     pub context_from: Vec<String>,
-    /// Where the script starts: a folder of the workspace (`/workspace/...` or relative to it).
+    /// The run's working folder: a folder of the workspace (`/workspace/...` or relative to it)
+    /// where its script, commands and relative paths start and its context file is found from.
     pub workdir: Option<String>,
 }

@@ -252,7 +252,7 @@ impl SimpleTool for CronjobTool {
                 "script": { "type": "string", "description": "A script you wrote in /workspace/.hermes/scripts/ (its path there), run before each run (create): what it prints goes above the prompt; a last line {\"wakeAgent\": false} or no output skips the run. .sh/.bash run with bash, others with python3." },
                 "no_agent": { "type": "boolean", "description": "The script is the job (create): what it prints is delivered as it is, nothing when it prints nothing, no model call. For watchdogs and alerts whose message the script fully decides." },
                 "context_from": { "type": "array", "items": { "type": "string" }, "description": "Jobs (ids or names) whose latest output goes above the prompt (create)." },
-                "workdir": { "type": "string", "description": "Where the script starts, in /workspace (create)." }
+                "workdir": { "type": "string", "description": "The runs' working folder in /workspace: commands, relative paths and the script start there; its AGENTS.md is read (create)." }
             }),
             &["action"],
         )

@@ -119,7 +119,7 @@ pub(super) async fn plan(
     inputs: Result<Box<TurnInputs>, StoreError>,
     (meter, events): (Arc<CallBuffer>, EventRelay),
 ) -> Result<Planned, PlanError> {
-    let planner = Planner { rt, tenant, turn, events };
+    let mut planner = Planner { rt, tenant, turn, events, workdir: None };
     let input = input_of(turn)?;
     let origin = Origin::of(turn.session_source);
     // A child's task is never a command, whatever it starts with.
@@ -142,6 +142,8 @@ pub(super) async fn plan(
         limits: audience,
     } = *inputs?;
     let (job, child) = planner.unattended(origin).await?;
+    // A cron job's `workdir` (checked when it was made, and again here).
+    planner.workdir = job.as_ref().and_then(|j| j.workdir.as_deref()).and_then(|w| hermes_core::cron::workdir(w).ok());
     let mcp_servers = rt.ctx.store.agents().mcp_servers(tenant, turn.agent_id).await?;
     let by = (origin, &audience, child.as_ref());
     let (mut agent, loads_skills) = planner.agent(agent, by, &mcp_servers, job.as_ref()).await?;
@@ -229,6 +231,8 @@ struct Planner<'a> {
     turn: &'a ClaimedTurn,
     /// The turn's events, where its delegated children tell their progress.
     events: EventRelay,
+    /// Where its relative paths and commands start, and its context file is found from.
+    workdir: Option<String>,
 }
 
 impl Planner<'_> {
@@ -380,7 +384,10 @@ impl Planner<'_> {
                 crate::children::prompt(rt.ctx.sandboxes.clone(), key, &agent.toolsets, &agent.model, &tools.names())
                     .await
             }
-            None => setup::render_prompt(rt, tenant, agent, turn, tools, memory, skill_versions).await?,
+            None => {
+                let cwd = self.workdir.as_deref().map_or("", hermes_core::cron::relative_workdir);
+                setup::render_prompt(rt, tenant, agent, turn, tools, (memory, skill_versions, cwd)).await?
+            }
         };
         let had_files = crate::inbox::has_files(&input);
         // A child's task is taken as written: no goal, no skill loaded by its first word.
@@ -480,6 +487,7 @@ impl Planner<'_> {
                 resolution: resolution.map(|(call_id, answer)| Arc::new(Resolution { call_id, answer })),
                 judge,
             },
+            workdir: self.workdir.clone(),
         }
     }
 

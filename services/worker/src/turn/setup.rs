@@ -36,8 +36,7 @@ pub(crate) async fn render_prompt(
     agent: &Agent,
     turn: &ClaimedTurn,
     tools: &ToolRegistry,
-    memory: Option<MemorySnapshot>,
-    skill_versions: crate::skills::Versions,
+    (memory, skill_versions, cwd): (Option<MemorySnapshot>, crate::skills::Versions, &str),
 ) -> Result<String, StoreError> {
     // The three sources are independent: read them at once (MEMORY and USER usually came
     // with the turn's inputs).
@@ -45,7 +44,8 @@ pub(crate) async fn render_prompt(
         context_file(
             rt.ctx.sandboxes.clone(),
             SandboxKey { tenant, agent: agent.id, workspace: turn.workspace() },
-            &agent.toolsets
+            &agent.toolsets,
+            cwd
         ),
         async {
             if !ToolsetName::Skills.enabled_in(&agent.toolsets) {
@@ -87,17 +87,19 @@ pub(crate) async fn render_prompt(
     }))
 }
 
-/// Project context from the agent's workspace, when `toolsets` reach it.
+/// Project context from the agent's workspace, when `toolsets` reach it: found from `cwd`
+/// (relative to the workspace; empty: its root) up, as upstream looks from its working folder.
 pub(crate) async fn context_file(
     sandboxes: Arc<dyn hermes_sandbox::Sandboxes>,
     key: SandboxKey,
     toolsets: &[String],
+    cwd: &str,
 ) -> Option<ContextFile> {
     if !ToolsetName::Terminal.enabled_in(toolsets) {
         return None;
     }
     let files = SandboxFiles::new(sandboxes, key);
-    let found = hermes_agent::context_files::discover(&files, "").await;
+    let found = hermes_agent::context_files::discover(&files, cwd).await;
     if let Some(f) = &found
         && !f.blocked.is_empty()
     {
