@@ -10,6 +10,8 @@ source "$(dirname "$0")/common.sh"
 against=$1 rounds=$2 tolerance=$3 fail=$4 smoke=$5
 shift 5
 
+# What "this build" is, told before building (the tree may change while REV builds).
+this="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ', with uncommitted changes')"
 work=$(mktemp -d "${TMPDIR:-/tmp}/hermes-paired.XXXXXX")
 tree="$work/tree"
 git worktree add --detach "$tree" "$against" >/dev/null
@@ -31,7 +33,7 @@ cp "$target/$profile"/{hermesd,hermesctl,hermes-sandboxd,hermes-loadtest,hermes-
 cp "$work/this"/{hermes-loadtest,hermes-mock-llm,hermes-otlp-sink} "$work/other/"
 (cd "$tree" && CARGO_TARGET_DIR="$other_target" cargo build --locked "${flag[@]}" -p hermesd -p hermesctl -p hermes-sandboxd --bins)
 cp "$other_target/$profile"/{hermesd,hermesctl,hermes-sandboxd} "$work/other/"
-echo "paired: this tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ', with changes')) against $against, $rounds round(s)"
+echo "paired: this tree ($this) against $against, $rounds round(s)"
 
 base=() head=()
 for ((r = 1; r <= rounds; r++)); do

@@ -16,7 +16,10 @@ use hermes_sandbox::{ExecOutput, ExecRequest, SandboxError, SandboxKey, Sandboxe
 use crate::harness::{SANDBOX_TEST_IMAGE, poll_until, unique, wait_until};
 
 mod terminal;
-use terminal::programs_on_a_terminal_are_answered_and_die_with_their_group;
+use terminal::{
+    a_write_to_a_program_that_does_not_read_holds_up_nothing_else,
+    programs_on_a_terminal_are_answered_and_die_with_their_group,
+};
 
 /// A Docker backend with its own names and socket directory, cleaned up on drop.
 pub struct DockerFixture {
@@ -480,6 +483,7 @@ macro_rules! backend_suite {
             search_finds_content_and_names_and_honours_gitignore,
             background_processes_belong_to_their_session_and_outlive_the_request,
             programs_on_a_terminal_are_answered_and_die_with_their_group,
+            a_write_to_a_program_that_does_not_read_holds_up_nothing_else,
             checkpoints_restore_the_workspace,
             there_is_no_network_by_default,
             dropping_a_command_kills_it,

@@ -83,7 +83,7 @@ impl TerminalTool {
         let client = self.sandboxes.open(key).await.map_err(sandbox_error)?;
         let request = StartProcessRequest {
             command: command.to_owned(),
-            workdir: workdir.or_else(|| ctx.workdir.clone()).unwrap_or_default(),
+            workdir: workdir.map_or_else(|| ctx.workdir.clone(), |w| Some(ctx.in_workdir(&w))).unwrap_or_default(),
             owner: ctx.session_id.to_string(),
             env: Default::default(),
             pty: pty == Pty::Terminal,
@@ -229,7 +229,7 @@ impl TerminalTool {
         let request = ExecRequest {
             command: command.to_owned(),
             // A cron job's `workdir`, unless the call names one.
-            workdir: workdir.or_else(|| ctx.workdir.clone()),
+            workdir: workdir.map_or_else(|| ctx.workdir.clone(), |w| Some(ctx.in_workdir(&w))),
             timeout: Duration::from_secs(timeout_secs),
             env: Default::default(),
         };

@@ -35,7 +35,7 @@ pub async fn run(args: &[&OsStr], timeout: Duration, max_output: u64) -> Result<
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
     cmd.kill_on_drop(true);
     crate::identity::apply(&mut cmd);
-    let mut child = cmd.spawn().map_err(ChildError::Start)?;
+    let mut child = crate::identity::starting(|| cmd.spawn()).map_err(ChildError::Start)?;
     let stdout = child.stdout.take().ok_or(ChildError::NoAnswer)?;
     let read = async {
         let mut out = Vec::new();

@@ -289,9 +289,13 @@ fn launch(dir: &Path, start: &CodeStart, workspace: &Path) -> Result<(tokio::pro
     std::fs::write(dir.join("hermes_tools.py"), &start.module).map_err(io)?;
     let socket = dir.join("rpc.sock");
     let listener = UnixListener::bind(&socket).map_err(io)?;
+    let cwd = if start.workdir.is_empty() { workspace.to_path_buf() } else { workspace.join(&start.workdir) };
+    if !cwd.is_dir() {
+        return Err(Status::failed_precondition(format!("the working folder {} does not exist", cwd.display())));
+    }
     let mut cmd = Command::new("python3");
     cmd.arg(dir.join("script.py"))
-        .current_dir(if start.workdir.is_empty() { workspace.to_path_buf() } else { workspace.join(&start.workdir) })
+        .current_dir(cwd)
         .env_clear()
         .envs(scrubbed_env())
         .env("PYTHONPATH", dir)
@@ -304,7 +308,7 @@ fn launch(dir: &Path, start: &CodeStart, workspace: &Path) -> Result<(tokio::pro
         .process_group(0)
         .kill_on_drop(true);
     crate::identity::apply(&mut cmd);
-    let child = cmd.spawn().map_err(|e| match e.kind() {
+    let child = crate::identity::starting(|| cmd.spawn()).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Status::failed_precondition("python3 is not installed in this sandbox"),
         _ => spawn_error(&e),
     })?;

@@ -51,7 +51,7 @@ pub fn spawn_shell(
         .process_group(0)
         .kill_on_drop(false);
     crate::identity::apply(&mut cmd);
-    let child = cmd.spawn()?;
+    let child = crate::identity::starting(|| cmd.spawn())?;
     // The parent's copies of the write end go with `cmd`, so EOF comes when the command's do.
     drop(cmd);
     let output = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;

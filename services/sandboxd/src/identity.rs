@@ -105,6 +105,23 @@ pub fn apply(cmd: &mut tokio::process::Command) {
     }
 }
 
+/// Held (shared) by every program's start, and (alone) while a terminal is opened: the crate
+/// that opens one marks its master end close-on-exec only after opening it, and a program
+/// started in between would inherit it (and so read and type on another session's terminal).
+static STARTING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Runs `start` (a program's spawn) while no terminal is being opened.
+pub fn starting<T>(start: impl FnOnce() -> T) -> T {
+    let _shared = STARTING.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+    start()
+}
+
+/// Runs `open` (a terminal's opening) while no program starts.
+pub fn opening_terminal<T>(open: impl FnOnce() -> T) -> T {
+    let _alone = STARTING.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    open()
+}
+
 /// Applies the launch rules to a program about to start on a terminal as the sandbox user.
 pub fn apply_pty(mut cmd: pty_process::Command) -> pty_process::Command {
     for name in LAUNCHED.get().map(|l| l.launch.hidden_env.as_slice()).unwrap_or_default() {

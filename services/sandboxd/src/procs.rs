@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tonic::Status;
 
 use crate::exec::{Spawned, kill_group, spawn_error, spawn_shell};
@@ -87,6 +88,11 @@ impl Input {
 
 /// A started process: the program, its output and its input.
 type Started = (Child, Box<dyn AsyncRead + Send + Unpin>, Option<Input>);
+/// A process's input, behind a lock of its own: a write that waits on a program that does not
+/// read holds up nothing else of the process (its output, a kill, a list).
+type SharedInput = Arc<tokio::sync::Mutex<Option<Input>>>;
+/// How long one write may wait for the program to read.
+const WRITE_TIME: Duration = Duration::from_secs(10);
 
 fn start_program(req: &StartProcessRequest, workdir: &Path) -> std::io::Result<Started> {
     if req.pty {
@@ -102,7 +108,7 @@ struct Entry {
     record: Record,
     running: bool,
     pid: Option<u32>,
-    stdin: Option<Input>,
+    input: SharedInput,
     done: watch::Receiver<bool>,
     /// Where the last poll stopped.
     polled: u64,
@@ -131,7 +137,14 @@ impl Processes {
                 match record {
                     Some(r) if !expired(&r) => {
                         let (_, done) = watch::channel(true);
-                        let entry = Entry { record: r, running: false, pid: None, stdin: None, done, polled: 0 };
+                        let entry = Entry {
+                            record: r,
+                            running: false,
+                            pid: None,
+                            input: SharedInput::default(),
+                            done,
+                            polled: 0,
+                        };
                         entries.insert(entry.record.id.clone(), Arc::new(tokio::sync::Mutex::new(entry)));
                     }
                     _ => {
@@ -209,7 +222,7 @@ impl Processes {
             },
             running: true,
             pid: child.id(),
-            stdin,
+            input: Arc::new(tokio::sync::Mutex::new(stdin)),
             done,
             polled: 0,
         };
@@ -219,28 +232,19 @@ impl Processes {
             m.insert(id, entry.clone());
         }
         let me = self.clone();
+        let on_terminal = req.pty;
         hermes_telemetry::tasks::spawn("sandboxd_process", async move {
-            let mut buf = vec![0u8; 16 * 1024];
-            loop {
-                match output.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let mut e = entry.lock().await;
-                        e.record.total += n as u64;
-                        e.record.tail.extend(&buf[..n]);
-                        let excess = e.record.tail.len().saturating_sub(KEPT_OUTPUT);
-                        e.record.tail.drain(..excess);
-                    }
-                }
-            }
-            let status = child.wait().await.ok();
+            let status = follow(&entry, &mut child, &mut output, on_terminal).await;
             let mut e = entry.lock().await;
             use std::os::unix::process::ExitStatusExt;
             e.record.exit_code = status.and_then(|s| s.code());
             e.record.signal = status.and_then(|s| s.signal()).unwrap_or(0);
             e.record.finished_at_ms = now_ms();
             e.running = false;
-            e.stdin = None;
+            // A write still waiting ends by its own time limit and drops the input then.
+            if let Ok(mut input) = e.input.try_lock() {
+                *input = None;
+            }
             me.persist(&e.record);
             let _ = done_tx.send(true);
         });
@@ -311,8 +315,11 @@ impl Processes {
             let e = entry.lock().await;
             (e.running.then_some(e.pid).flatten(), e.done.clone())
         };
-        if pid.is_some() {
+        if let Some(leader) = pid {
             kill_group(pid, Signal::SIGKILL);
+            if entry.lock().await.record.pty {
+                crate::pty::hang_up(leader);
+            }
             let _ = tokio::time::timeout(Duration::from_secs(5), done.wait_for(|d| *d)).await;
         }
         let e = entry.lock().await;
@@ -323,10 +330,16 @@ impl Processes {
     /// a pipe, or types the end-of-file key on a terminal, when `close`.
     pub async fn write(&self, id: &str, owner: &str, input: Keys<'_>) -> Result<ProcessStatus, Status> {
         let entry = self.owned(id, owner).await?;
-        let mut e = entry.lock().await;
-        let Some(stdin) = e.stdin.as_mut() else {
-            return Err(Status::failed_precondition("the process has ended or its input is closed"));
+        let ended = || Status::failed_precondition("the process has ended or its input is closed");
+        let shared = {
+            let e = entry.lock().await;
+            if !e.running {
+                return Err(ended());
+            }
+            e.input.clone()
         };
+        let mut input_slot = shared.lock().await;
+        let Some(stdin) = input_slot.as_mut() else { return Err(ended()) };
         let on_terminal = matches!(stdin, Input::Terminal(_));
         let mut bytes = input.data.to_vec();
         if input.submit {
@@ -335,10 +348,21 @@ impl Processes {
         if input.close && on_terminal {
             bytes.extend_from_slice(crate::pty::END_OF_FILE);
         }
-        stdin.send(&bytes).await.map_err(|err| Status::failed_precondition(format!("cannot write: {err}")))?;
-        if input.close && !on_terminal {
-            e.stdin = None;
+        match tokio::time::timeout(WRITE_TIME, stdin.send(&bytes)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => return Err(Status::failed_precondition(format!("cannot write: {err}"))),
+            Err(_) => {
+                return Err(Status::deadline_exceeded(format!(
+                    "the program did not read its input within {} s",
+                    WRITE_TIME.as_secs()
+                )));
+            }
         }
+        if input.close && !on_terminal {
+            *input_slot = None;
+        }
+        drop(input_slot);
+        let e = entry.lock().await;
         Ok(to_status(&e, e.record.total, 0))
     }
 }
@@ -348,6 +372,53 @@ pub struct Keys<'a> {
     pub data: &'a [u8],
     pub submit: bool,
     pub close: bool,
+}
+
+/// Reads the process's output into its entry until it ends; then its exit. A terminal's
+/// session ends with its leader ([`crate::pty::hang_up`]), and its output is read on only for
+/// [`crate::pty::DRAIN_AFTER_LEADER`] after that (a program that left the session may still
+/// hold the terminal open).
+async fn follow(
+    entry: &tokio::sync::Mutex<Entry>,
+    child: &mut Child,
+    output: &mut (dyn AsyncRead + Send + Unpin),
+    on_terminal: bool,
+) -> Option<std::process::ExitStatus> {
+    let mut buf = vec![0u8; 16 * 1024];
+    let (mut leader, mut drain_until) = (None, None::<Instant>);
+    loop {
+        let until = drain_until;
+        let drained = async move {
+            match until {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            read = output.read(&mut buf) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let mut e = entry.lock().await;
+                    e.record.total += n as u64;
+                    e.record.tail.extend(&buf[..n]);
+                    let excess = e.record.tail.len().saturating_sub(KEPT_OUTPUT);
+                    e.record.tail.drain(..excess);
+                }
+            },
+            status = child.wait(), if on_terminal && leader.is_none() => {
+                leader = Some(status.ok());
+                if let Some(pid) = child.id().or(entry.lock().await.pid) {
+                    crate::pty::hang_up(pid);
+                }
+                drain_until = Some(Instant::now() + crate::pty::DRAIN_AFTER_LEADER);
+            }
+            () = drained => break,
+        }
+    }
+    match leader {
+        Some(status) => status,
+        None => child.wait().await.ok(),
+    }
 }
 
 fn expired(r: &Record) -> bool {

@@ -146,7 +146,7 @@ async fn spawn(start: &StdioStart, workspace: &Path, tx: &Out) -> Option<Child> 
         }
     };
     cmd.stdin(Pipe::piped()).stdout(Pipe::piped()).stderr(Pipe::piped()).process_group(0).kill_on_drop(true);
-    match cmd.spawn() {
+    match crate::identity::starting(|| cmd.spawn()) {
         Ok(child) => Some(child),
         Err(e) => {
             let _ = tx.send(Err(spawn_error(&e))).await;

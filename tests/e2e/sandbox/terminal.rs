@@ -62,4 +62,33 @@ pub(super) async fn programs_on_a_terminal_are_answered_and_die_with_their_group
     assert!(!killed.running);
     let ps = run(s, key, "ps -eo args | grep 'sleep 4[23]4[23]'", 20).await;
     assert_eq!(ps.output.trim(), "", "the terminal's session is gone");
+
+    // The leader's end ends its session, as a terminal closing does: a job it left in the
+    // background does not keep the process "running" (nor its slot taken).
+    let leaver = grpc.start_process(start("sleep 4545 & echo left")).await.unwrap().into_inner();
+    let done = grpc.wait_process(wait(&leaver.id)).await.unwrap().into_inner();
+    assert!(!done.running, "ended with its leader");
+    assert_eq!(done.exit_code, Some(0));
+    let ps = run(s, key, "ps -eo args | grep 'sleep 454[5]'", 20).await;
+    assert_eq!(ps.output.trim(), "", "its background job went with it");
+}
+
+/// A program that does not read its input cannot hold up the process's other calls: a write
+/// waits for it alone (at most 10 s), and a kill meanwhile answers at once.
+pub(super) async fn a_write_to_a_program_that_does_not_read_holds_up_nothing_else(s: &dyn Sandboxes) {
+    let key = new_key();
+    let mut grpc = s.open(key).await.unwrap().grpc();
+    let start = StartProcessRequest { command: "sleep 300".into(), owner: OWNER.into(), ..Default::default() };
+    let deaf = grpc.start_process(start).await.unwrap().into_inner();
+    // Far more than a pipe holds: the write waits.
+    let flood = WriteProcessRequest { data: vec![b'x'; 1 << 20], ..keys(&deaf.id, "", false, false) };
+    let mut writer = grpc.clone();
+    let writing = tokio::spawn(async move { writer.write_process(flood).await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let killing = grpc.kill_process(ProcessRef { id: deaf.id.clone(), owner: OWNER.into() });
+    let killed = tokio::time::timeout(std::time::Duration::from_secs(8), killing).await;
+    let killed = killed.expect("the kill answers while the write waits").unwrap().into_inner();
+    assert!(!killed.running);
+    let written = writing.await.unwrap();
+    assert!(written.is_err(), "the write fails: the program is gone");
 }

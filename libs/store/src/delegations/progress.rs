@@ -34,7 +34,11 @@ struct Told {
 /// The line for a child's tools.
 fn progress_line(position: i32, tasks: i64, tools: &[String]) -> String {
     let which = if tasks > 1 { format!(" {position}/{tasks}") } else { String::new() };
-    let names = tools.iter().map(|t| t.chars().take(64).collect::<String>()).collect::<Vec<_>>().join(", ");
+    // The model names the tools it calls: only a tool name's characters reach the chat (no
+    // links, mentions or markup).
+    let name =
+        |t: &String| t.chars().filter(|c| c.is_ascii_alphanumeric() || "_.-".contains(*c)).take(64).collect::<String>();
+    let names = tools.iter().map(name).collect::<Vec<_>>().join(", ");
     format!("🔀 Background task{which}: {names}")
 }
 
@@ -66,5 +70,17 @@ impl Turns<'_> {
         enqueue_notice(&mut tx, tenant, &dest, &key, progress_line(position, tasks, tools)).await?;
         tx.commit().await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_names_the_tools_with_tool_name_characters_only() {
+        let tools = ["web_search".to_owned(), "[click](https://evil.example) @here".to_owned()];
+        assert_eq!(progress_line(2, 3, &tools), "🔀 Background task 2/3: web_search, clickhttpsevil.examplehere");
+        assert_eq!(progress_line(1, 1, &tools[..1]), "🔀 Background task: web_search");
     }
 }

@@ -35,7 +35,7 @@ impl SimpleTool for UnpackArchive {
 
     async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
         let path = ctx.in_workdir(required_str(&args, "path")?);
-        let dest = str_arg(&args, "dest").unwrap_or_default().to_owned();
+        let dest = str_arg(&args, "dest").map(|d| ctx.in_workdir(d)).unwrap_or_default();
         let client = self.0.client(ctx).await?;
         self.0.checkpoint_once(ctx, &client, "unpack_archive").await?;
         let request = UnpackRequest { path: path.clone(), dest };
