@@ -289,7 +289,7 @@ fn launch(dir: &Path, start: &CodeStart, workspace: &Path) -> Result<(tokio::pro
     std::fs::write(dir.join("hermes_tools.py"), &start.module).map_err(io)?;
     let socket = dir.join("rpc.sock");
     let listener = UnixListener::bind(&socket).map_err(io)?;
-    let cwd = if start.workdir.is_empty() { workspace.to_path_buf() } else { workspace.join(&start.workdir) };
+    let cwd = crate::exec::start_dir(workspace, &start.workdir);
     if !cwd.is_dir() {
         return Err(Status::failed_precondition(format!("the working folder {} does not exist", cwd.display())));
     }

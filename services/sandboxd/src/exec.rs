@@ -58,6 +58,11 @@ pub fn spawn_shell(
     Ok(Spawned { child, output })
 }
 
+/// Where a program asked to start in `workdir` starts: the workspace when it names none.
+pub fn start_dir(workspace: &Path, workdir: &str) -> std::path::PathBuf {
+    if workdir.is_empty() { workspace.to_path_buf() } else { workspace.join(workdir) }
+}
+
 /// Kills the whole process group led by `pid` (the shell and everything it started),
 /// repeating while members remain (one may be forking). Returns whether any was there.
 pub fn kill_group(pid: Option<u32>, signal: Signal) -> bool {
@@ -102,7 +107,7 @@ pub async fn run(
 ) {
     let _running = activity.begin();
     let started = Instant::now();
-    let workdir = if request.workdir.is_empty() { workspace.to_path_buf() } else { workspace.join(&request.workdir) };
+    let workdir = start_dir(workspace, &request.workdir);
     let timeout =
         if request.timeout_secs == 0 { default_timeout } else { Duration::from_secs(u64::from(request.timeout_secs)) };
     let mut cap = OutputCap::new(request.max_output_bytes);

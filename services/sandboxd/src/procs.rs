@@ -14,8 +14,8 @@ use std::time::Duration;
 use hermes_sandbox_proto::v1::{ProcessStatus, StartProcessRequest};
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::process::Child;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tonic::Status;
@@ -65,24 +65,16 @@ mod tail_text {
     }
 }
 
-/// Where a process's input goes.
-enum Input {
-    Pipe(ChildStdin),
-    Terminal(pty_process::OwnedWritePty),
+/// Where a process's input goes: its stdin pipe, or the keys of its terminal.
+struct Input {
+    to: Box<dyn AsyncWrite + Send + Unpin>,
+    on_terminal: bool,
 }
 
 impl Input {
     async fn send(&mut self, data: &[u8]) -> std::io::Result<()> {
-        match self {
-            Self::Pipe(stdin) => {
-                stdin.write_all(data).await?;
-                stdin.flush().await
-            }
-            Self::Terminal(keys) => {
-                keys.write_all(data).await?;
-                keys.flush().await
-            }
-        }
+        self.to.write_all(data).await?;
+        self.to.flush().await
     }
 }
 
@@ -97,10 +89,10 @@ const WRITE_TIME: Duration = Duration::from_secs(10);
 fn start_program(req: &StartProcessRequest, workdir: &Path) -> std::io::Result<Started> {
     if req.pty {
         let crate::pty::OnTerminal { child, output, input } = crate::pty::spawn(&req.command, workdir, &req.env)?;
-        return Ok((child, Box::new(output), Some(Input::Terminal(input))));
+        return Ok((child, Box::new(output), Some(Input { to: Box::new(input), on_terminal: true })));
     }
     let Spawned { mut child, output } = spawn_shell(&req.command, workdir, &req.env, Stdio::piped())?;
-    let stdin = child.stdin.take().map(Input::Pipe);
+    let stdin = child.stdin.take().map(|pipe| Input { to: Box::new(pipe), on_terminal: false });
     Ok((child, Box::new(output), stdin))
 }
 
@@ -203,7 +195,7 @@ impl Processes {
     /// Starts a background process.
     pub async fn start(self: &Arc<Self>, req: StartProcessRequest) -> Result<ProcessStatus, Status> {
         self.make_room().await?;
-        let workdir = if req.workdir.is_empty() { self.workspace.clone() } else { self.workspace.join(&req.workdir) };
+        let workdir = crate::exec::start_dir(&self.workspace, &req.workdir);
         let (mut child, mut output, stdin) = start_program(&req, &workdir).map_err(|e| spawn_error(&e))?;
         let id = format!("proc_{:x}", now_ms()).chars().chain(random_suffix().chars()).collect::<String>();
         let (done_tx, done) = watch::channel(false);
@@ -340,7 +332,7 @@ impl Processes {
         };
         let mut input_slot = shared.lock().await;
         let Some(stdin) = input_slot.as_mut() else { return Err(ended()) };
-        let on_terminal = matches!(stdin, Input::Terminal(_));
+        let on_terminal = stdin.on_terminal;
         let mut bytes = input.data.to_vec();
         if input.submit {
             bytes.extend_from_slice(if on_terminal { crate::pty::ENTER } else { b"\n" });
@@ -407,7 +399,7 @@ async fn follow(
             },
             status = child.wait(), if on_terminal && leader.is_none() => {
                 leader = Some(status.ok());
-                if let Some(pid) = child.id().or(entry.lock().await.pid) {
+                if let Some(pid) = entry.lock().await.pid {
                     crate::pty::hang_up(pid);
                 }
                 drain_until = Some(Instant::now() + crate::pty::DRAIN_AFTER_LEADER);
