@@ -76,6 +76,13 @@ else
 fi
 
 mkdir -p "$target"
+# The same holds the other way: a worktree reused from an earlier run keeps its old mtimes,
+# older than what this checkout's last build wrote under the same names, so the generated
+# sandbox protocol of this checkout would pass as the previous release's. Touched, the
+# previous release's crates and build scripts are built from its own sources.
+if [[ $target == "${CARGO_TARGET_DIR:-}" ]]; then
+  git -C "$worktree" ls-files -z -- libs services tests loadtest migrations skills | (cd "$worktree" && xargs -0 touch)
+fi
 # In a shared target directory the build replaces this build's debug/hermesd (the binary the
 # e2e tests run): keep it aside and put it back, whatever happens.
 current="$target/debug/hermesd"

@@ -15,6 +15,7 @@ mod memory;
 mod primary;
 pub mod rate;
 pub mod session_lock;
+mod tenant_keys;
 pub mod window;
 
 pub use background::BackgroundMarks;

@@ -71,6 +71,13 @@ impl Data {
         self.entries.get_mut(key)
     }
 
+    /// Deletes every key containing `part`; returns how many went.
+    pub fn del_containing(&mut self, part: &str) -> u64 {
+        let before = self.entries.len();
+        self.entries.retain(|key, _| !key.contains(part));
+        (before - self.entries.len()) as u64
+    }
+
     /// GET.
     pub fn get(&mut self, key: &str) -> Option<String> {
         match &self.live(key)?.value {

@@ -85,6 +85,7 @@ crate::kinds::vocabulary! {
         CreateTenant = "tenants.create",
         SetQuotas = "tenants.quotas",
         ConfigureSso = "tenants.sso",
+        DeleteTenant = "tenants.delete",
         ViewCluster = "cluster.view",
         // A tenant's, read.
         ViewTenant = "tenant.view",
@@ -119,6 +120,8 @@ crate::kinds::vocabulary! {
         ManageBudgets = "budgets.manage",
         AnswerApprovals = "approvals.answer",
         ManageTokens = "tokens.manage",
+        // Everything the tenant owns in one archive: its owners' (and operators').
+        ExportTenant = "tenant.export",
     }
 }
 
@@ -131,6 +134,7 @@ impl AdminOp {
                 | AdminOp::CreateTenant
                 | AdminOp::SetQuotas
                 | AdminOp::ConfigureSso
+                | AdminOp::DeleteTenant
                 | AdminOp::ViewCluster
         )
     }
@@ -166,7 +170,7 @@ pub fn allows(standing: Standing, op: AdminOp) -> bool {
         Standing::Operator => true,
         Standing::Member(_) if op.is_installation() => false,
         Standing::Member(MemberRole::Owner) => true,
-        Standing::Member(MemberRole::Admin) => op != AdminOp::ManageOwners,
+        Standing::Member(MemberRole::Admin) => !matches!(op, AdminOp::ManageOwners | AdminOp::ExportTenant),
         Standing::Member(MemberRole::Member) => op.is_read() && op != AdminOp::ViewAudit,
     }
 }

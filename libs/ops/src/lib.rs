@@ -15,6 +15,7 @@ pub mod keys;
 pub mod mcp;
 pub mod members;
 pub mod secrets;
+pub mod tenant_data;
 pub mod tenants;
 pub mod toolsets;
 

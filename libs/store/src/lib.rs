@@ -20,6 +20,8 @@
 //! - Unattended runs: [`cron`] and [`cron_fires`] (jobs, fired runs), [`webhooks`] (inbound
 //!   triggers), [`deliveries`] (where a run's answer goes), [`event_hooks`] (outbound events),
 //!   [`process_watches`] (background processes that wake the agent).
+//! - A tenant's whole data: [`tenant_tables`] (where its rows are, read from the schema),
+//!   [`tenant_export`] (all of them, as JSON lines); its deletion is in [`system`].
 //! - [`system`]: the queries that span tenants (the reaper, outbox, cron and event claims,
 //!   retention, channel and webhook lookups before a tenant is known), and nowhere else; its
 //!   module docs say why each is cross-tenant.
@@ -73,6 +75,8 @@ pub mod spend;
 pub mod steer;
 pub mod streams;
 pub mod system;
+pub mod tenant_export;
+pub mod tenant_tables;
 pub mod tenants;
 pub mod turn_files;
 pub mod turn_inputs;

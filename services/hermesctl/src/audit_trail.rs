@@ -29,6 +29,10 @@ const COMMANDS: &[(&str, Effect)] = &[
     ("tenant policy", Writes),
     ("tenant limits", Writes),
     ("tenant rows", Reads),
+    // Reads, but a whole tenant's data leaving the installation is recorded.
+    ("tenant export", Writes),
+    // Records `tenant.deletion_started` and `tenant.deleted` in the installation's log.
+    ("tenant delete", RecordsItself),
     ("agent create", RecordsItself),
     ("agent list", Reads),
     ("key create", RecordsItself),

@@ -138,6 +138,11 @@ pub enum TenantCmd {
         #[arg(long)]
         tenant: String,
     },
+    /// Write everything the tenant owns to one archive (rows as JSON lines, skills, memory).
+    Export(crate::tenant_data::ExportArgs),
+    /// Delete the tenant and everything it owns (rows in every table, its keys in Redis; its
+    /// sandboxes and their volumes when a worker next reaps).
+    Delete(crate::tenant_data::DeleteArgs),
 }
 
 pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Result<()> {
@@ -194,6 +199,10 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
             store.tenancy().set_tenant_limits(t.id, requests_per_minute, concurrent_turns).await?;
             let value = json!({"requests_per_minute": requests_per_minute, "concurrent_turns": concurrent_turns});
             print(json_mode, value.clone(), format!("limits of {}: {value}", t.name));
+        }
+        Command::Tenant(TenantCmd::Export(args)) => crate::tenant_data::run_export(json_mode, store, args).await?,
+        Command::Tenant(TenantCmd::Delete(args)) => {
+            crate::tenant_data::run_delete(json_mode, config, store, args).await?;
         }
         Command::Tenant(TenantCmd::Rows { tenant: name }) => {
             let t = tenant(store, &name).await?;

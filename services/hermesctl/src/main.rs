@@ -18,6 +18,7 @@ mod remote;
 mod secrets;
 mod sessions;
 mod skills;
+mod tenant_data;
 
 use clap::{CommandFactory, FromArgMatches};
 

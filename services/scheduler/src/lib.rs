@@ -80,6 +80,35 @@ pub async fn gauges_once(ctx: &SchedulerContext) -> Result<hermes_store::Backlog
     Ok(backlog)
 }
 
+/// A tenant's deletion left unfinished for this long (its pod stopped) is finished here.
+const DELETION_LEFT_FOR: chrono::Duration = chrono::Duration::minutes(10);
+
+/// Finishes the deletions of tenants marked a while ago and still there (`hermes_ops::tenant_data`).
+async fn finish_tenant_deletions(ctx: &SchedulerContext) {
+    let left = match ctx.store.system().unfinished_tenant_deletions(chrono::Utc::now() - DELETION_LEFT_FOR).await {
+        Ok(left) => left,
+        Err(e) => return tracing::warn!(error = %e, "cannot look for unfinished tenant deletions"),
+    };
+    let by = hermes_store::admin::Audit {
+        actor: hermes_store::admin::Actor {
+            kind: hermes_store::admin::ActorKind::System,
+            id: "scheduler".into(),
+            label: "the scheduler (an unfinished deletion)".into(),
+        },
+        request_id: None,
+        source_address: None,
+    };
+    for tenant in left {
+        match hermes_ops::tenant_data::delete(&ctx.store, &by, tenant).await {
+            Ok(done) => {
+                let keys = ctx.cache.forget_tenant(tenant).await;
+                tracing::info!(%tenant, rows = done.removed.values().sum::<u64>(), ?keys, "finished a tenant's deletion");
+            }
+            Err(e) => tracing::warn!(%tenant, error = %e, "a tenant's deletion is still unfinished"),
+        }
+    }
+}
+
 /// One retention sweep: deletes expired sessions in batches until none are left (with what
 /// they own), then week-old platform updates and replies (the gateway prunes event
 /// deliveries), then audit entries past `admin.audit_retention_days`; returns how many
@@ -121,6 +150,7 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
     if lapsed > 0 {
         tracing::info!(reservations = lapsed, "forgot spend reservations whose worker never settled them");
     }
+    finish_tenant_deletions(ctx).await;
     if total > 0 {
         tracing::info!(sessions = total, "pruned sessions past their tenant's retention");
         metrics::counter!("hermes_sessions_pruned_total").increment(total);

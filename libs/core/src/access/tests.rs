@@ -9,6 +9,7 @@ const TABLE: &[(AdminOp, bool, bool, bool, bool)] = &[
     (AdminOp::CreateTenant, false, false, false, true),
     (AdminOp::SetQuotas, false, false, false, true),
     (AdminOp::ConfigureSso, false, false, false, true),
+    (AdminOp::DeleteTenant, false, false, false, true),
     (AdminOp::ViewCluster, false, false, false, true),
     (AdminOp::ViewTenant, true, true, true, true),
     (AdminOp::ViewMembers, true, true, true, true),
@@ -41,6 +42,7 @@ const TABLE: &[(AdminOp, bool, bool, bool, bool)] = &[
     (AdminOp::ManageBudgets, false, true, true, true),
     (AdminOp::AnswerApprovals, false, true, true, true),
     (AdminOp::ManageTokens, false, true, true, true),
+    (AdminOp::ExportTenant, false, false, true, true),
 ];
 
 #[test]

@@ -27,6 +27,10 @@
 //! - [`retention`]: pruning idempotency keys, settled events and expired sessions is one sweep
 //!   over all tenants ([`prune_idempotency_keys`], [`prune_events`], [`prune_chat_traffic`],
 //!   [`prune_spend_reservations`], [`prune_sessions`]).
+//! - [`tenant_deletion`]: deleting a tenant removes rows the tenant role may not (its audit
+//!   entries, its people, the tenant itself), and the scheduler resumes every tenant's deletion
+//!   that a dead process left half done ([`unfinished_tenant_deletions`]). Its batches run as
+//!   the tenant role where that role may delete.
 //! - [`curator`]: the scheduler picks idle agents of any tenant for a curator pass
 //!   ([`claim_agents_for_curation`]); the pass itself is tenant-scoped.
 //! - [`egress_authority`]: the egress proxy's CA is the installation's, one for every worker and
@@ -71,6 +75,7 @@
 //! [`prune_chat_traffic`]: crate::views::System::prune_chat_traffic
 //! [`prune_spend_reservations`]: crate::views::System::prune_spend_reservations
 //! [`prune_sessions`]: crate::views::System::prune_sessions
+//! [`unfinished_tenant_deletions`]: crate::views::System::unfinished_tenant_deletions
 //! [`claim_agents_for_curation`]: crate::views::System::claim_agents_for_curation
 //! [`claim_watches`]: crate::views::System::claim_watches
 //! [`backlog`]: crate::views::System::backlog
@@ -86,6 +91,7 @@ pub mod outbox;
 pub mod presence;
 pub mod process_watches;
 pub mod retention;
+pub mod tenant_deletion;
 pub mod turns;
 pub mod webhooks;
 

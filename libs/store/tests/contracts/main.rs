@@ -37,6 +37,7 @@ mod schema;
 mod second_wall;
 mod session_titles;
 mod spend;
+mod tenant_deletion;
 mod tenant_scoping;
 mod tenant_world;
 mod turn_inputs;

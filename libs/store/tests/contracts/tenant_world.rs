@@ -85,12 +85,19 @@ pub fn model_call() -> ModelCall {
 }
 
 pub async fn world(db: &sqlx::PgPool) -> World {
+    world_named(db, "alpha", "beta").await
+}
+
+/// A [`world`] whose tenants have other names (a second world in the same database): its
+/// inbound source and its identity provider's domain are named after the first.
+pub async fn world_named(db: &sqlx::PgPool, first: &str, second: &str) -> World {
     let store = common::store(db);
     let secrets = common::secrets();
-    let a = common::tenant(&store, "alpha").await;
-    let b = common::tenant(&store, "beta").await;
-    let named_agent = store.agents().create_agent(a.id, common::new_agent("alpha-only"), None).await.unwrap().id;
-    let channel = common::channel(&store, &a, &secrets, "alpha-bot").await.id;
+    let a = common::tenant(&store, first).await;
+    let b = common::tenant(&store, second).await;
+    let named_agent =
+        store.agents().create_agent(a.id, common::new_agent(&format!("{first}-only")), None).await.unwrap().id;
+    let channel = common::channel(&store, &a, &secrets, &format!("{first}-bot")).await.id;
     let (done, waiting, interaction) = finished_and_waiting(&store, &a, channel).await;
     let running = held(&store, &a).await;
     let steer = common::queue(&store, &a, running.session, "also this").await;
@@ -131,7 +138,7 @@ pub async fn world(db: &sqlx::PgPool) -> World {
         .await
         .unwrap()
         .0;
-    keepsakes(&store, &a, &secrets).await;
+    keepsakes(&store, &a, &secrets, first).await;
     World {
         store,
         db: db.clone(),
@@ -263,7 +270,7 @@ async fn job_with_a_run(store: &Store, a: &Tenant) -> (hermes_store::cron::Job, 
 
 /// Memory, credentials, skills, a goal, a task list, a budget, grants, an inbound message, an
 /// identity provider.
-async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
+async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox, name: &str) {
     for (target, user) in [(MemoryTarget::Memory, ""), (MemoryTarget::User, "user-1")] {
         let change = |_: &[String]| Ok::<_, ()>(Some(vec!["likes tea".to_owned()]));
         store.agents().update_memory(a.id, a.agent, target, user, change).await.unwrap().unwrap();
@@ -295,13 +302,14 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
     };
     store.tenancy().set_budget(a.id, &budget).await.unwrap();
     store.turns().grant_session_patterns(a.id, a.agent, a.session, &["ls".to_owned()]).await.unwrap();
-    store.chat().accept_inbound(a.id, INBOUND_SOURCE, "update-1", &json!({"text": "hi"}), None, None).await.unwrap();
+    let source = INBOUND_SOURCE.replace("alpha", name);
+    store.chat().accept_inbound(a.id, &source, "update-1", &json!({"text": "hi"}), None, None).await.unwrap();
     let sso = hermes_store::admin::SsoSettings {
         issuer: "https://login.alpha.test".into(),
         client_id: "hermes".into(),
         client_secret: Some("alpha-secret".into()),
         scopes: "openid email".into(),
-        email_domains: vec![SSO_DOMAIN.into()],
+        email_domains: vec![SSO_DOMAIN.replace("alpha", name)],
         join_as: None,
         trust_unverified_email: false,
     };

@@ -30,4 +30,4 @@ pub use people::{
 };
 pub use secret_bindings::{SecretBind, SecretBinding};
 pub use sessions::{ListedSession, OpenTurn, Transcript, WaitingQuestion};
-pub use tenants::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant, TenantMade, TenantView};
+pub use tenants::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant, TenantDeletion, TenantMade, TenantView};

@@ -36,6 +36,19 @@ pub struct TenantMade {
     pub owner_invitation_link: Option<String>,
 }
 
+/// A tenant whose deletion has begun: no key, member, bot, hook or job reaches it any more,
+/// and its rows are being deleted in the background (the scheduler finishes a deletion a
+/// stopped pod left half done). The installation's audit log records `tenant.deleted` at
+/// the end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TenantDeletion {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: TenantId,
+    pub name: String,
+    /// `deleting`.
+    pub status: String,
+}
+
 /// A tenant's quotas (`null`: the installation's default; 0: unlimited).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct QuotasView {

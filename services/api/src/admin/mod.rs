@@ -37,6 +37,7 @@ mod skills;
 mod sso;
 pub(crate) mod state;
 mod tenant_call;
+mod tenant_data;
 mod tenants;
 mod tokens;
 mod usage;
@@ -106,6 +107,7 @@ pub(crate) fn state(ctx: AdminContext) -> Result<AdminState, StartError> {
         limiter: ctx.cache.rate_limiter(),
         cancels: ctx.cache.cancel_bus(),
         census: ctx.cache.sandbox_census(),
+        cache: ctx.cache.clone(),
         pools: ctx.cache.key_pools(),
         secrets: ctx.secrets,
         events: ctx.events,
@@ -131,7 +133,8 @@ pub(crate) fn routes(state: &AdminState) -> Router<RoleState> {
         .route("/admin/v1/tenants", get(tenants::list).post(tenants::create))
         .route("/admin/v1/tokens", post(tenants::create_operator_token))
         .route("/admin/v1/cluster", get(cluster::cluster))
-        .route("/admin/v1/tenants/{tenant}", get(tenants::get))
+        .route("/admin/v1/tenants/{tenant}", get(tenants::get).delete(tenant_data::delete))
+        .route("/admin/v1/tenants/{tenant}/export", get(tenant_data::export))
         .route("/admin/v1/tenants/{tenant}/quotas", put(tenants::set_quotas))
         .route("/admin/v1/tenants/{tenant}/sso", get(sso::get).put(sso::set).delete(sso::remove))
         .route("/admin/v1/tenants/{tenant}/members", get(members::list))

@@ -37,6 +37,8 @@ impl utoipa::Modify for AdminSecurity {
         crate::admin::tenants::create,
         crate::admin::tenants::get,
         crate::admin::tenants::set_quotas,
+        crate::admin::tenant_data::export,
+        crate::admin::tenant_data::delete,
         crate::admin::sso::get,
         crate::admin::sso::set,
         crate::admin::sso::remove,

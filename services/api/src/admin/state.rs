@@ -20,6 +20,8 @@ pub(crate) struct Shared {
     pub pools: hermes_cache::KeyPools,
     /// Stops running turns (their workers listen).
     pub cancels: hermes_cache::CancelBus,
+    /// Redis, for what a deleted tenant leaves there.
+    pub cache: hermes_cache::Cache,
     /// The workers' sandbox reports, for the operators' view.
     pub census: hermes_cache::SandboxCensus,
     /// This pod's event hub, for watching turns live (`None`: the live view reads Postgres).
