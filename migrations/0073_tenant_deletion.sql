@@ -21,3 +21,7 @@ CREATE OR REPLACE FUNCTION hermes_forget_deleted_tenant_audit(tenant uuid, batch
     $$;
 REVOKE ALL ON FUNCTION hermes_forget_deleted_tenant_audit(uuid, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION hermes_forget_deleted_tenant_audit(uuid, integer) TO hermes_system;
+
+-- The tenants deleted here, for the workers' sweep of what their sandboxes left.
+CREATE INDEX IF NOT EXISTS audit_log_deleted_tenants ON audit_log (object_id)
+    WHERE tenant_id IS NULL AND action = 'tenant.deleted';

@@ -79,6 +79,7 @@ mod sockets;
 mod structure;
 mod telegram;
 mod telegram_features;
+mod tenant_lifecycle;
 mod tools;
 mod traces;
 mod usage;

@@ -93,7 +93,7 @@ async fn sessions_past_the_tenants_retention_are_pruned_unless_a_turn_is_open() 
     let now = Utc::now();
     // Keeping forever (the default) prunes nothing, however old.
     sqlx::query("UPDATE sessions SET updated_at = now() - interval '40 days'").execute(&env.db).await.unwrap();
-    assert_eq!(env.store.system().prune_sessions(now, 100).await.unwrap(), 0);
+    assert_eq!(env.store.system().prune_sessions(now, 0, 100).await.unwrap(), 0);
 
     let policy =
         SessionPolicy { retention_days: Some(30), ..env.store.conversations().session_policy(tenant).await.unwrap() };
@@ -109,7 +109,7 @@ async fn sessions_past_the_tenants_retention_are_pruned_unless_a_turn_is_open() 
         .execute(&env.db)
         .await
         .unwrap();
-    assert_eq!(env.store.system().prune_sessions(now, 100).await.unwrap(), 1);
+    assert_eq!(env.store.system().prune_sessions(now, 0, 100).await.unwrap(), 1);
     assert!(env.store.conversations().session(tenant, sessions[0]).await.is_err(), "the old one is gone");
     assert!(env.store.conversations().session(tenant, sessions[1]).await.is_ok());
     assert!(env.store.conversations().session(tenant, sessions[2]).await.is_ok(), "an open turn keeps its session");

@@ -71,11 +71,9 @@ impl Data {
         self.entries.get_mut(key)
     }
 
-    /// Deletes every key containing `part`; returns how many went.
-    pub fn del_containing(&mut self, part: &str) -> u64 {
-        let before = self.entries.len();
-        self.entries.retain(|key, _| !key.contains(part));
-        (before - self.entries.len()) as u64
+    /// Every key containing `part`.
+    pub fn keys_containing(&mut self, part: &str) -> Vec<String> {
+        self.entries.keys().filter(|key| key.contains(part)).cloned().collect()
     }
 
     /// GET.

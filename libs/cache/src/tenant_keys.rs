@@ -10,8 +10,8 @@ use crate::{Cache, Engine, Result};
 const DELETE_AT_ONCE: usize = 500;
 
 impl Cache {
-    /// Deletes every key of this installation's prefix that names `tenant`; returns how many.
-    pub async fn forget_tenant(&self, tenant: TenantId) -> Result<u64> {
+    /// The keys of this installation's prefix that name `tenant`.
+    pub async fn tenant_keys(&self, tenant: TenantId) -> Result<Vec<String>> {
         let id = tenant.to_string();
         match self.engine() {
             Engine::Redis(redis) => {
@@ -30,10 +30,22 @@ impl Cache {
                         .await?;
                     found.extend(keys);
                     if next == 0 {
-                        break;
+                        return Ok(found);
                     }
                     cursor = next;
                 }
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => Ok(store.run(|d| d.keys_containing(&id))),
+        }
+    }
+
+    /// Deletes every key of this installation's prefix that names `tenant`; returns how many.
+    pub async fn forget_tenant(&self, tenant: TenantId) -> Result<u64> {
+        let found = self.tenant_keys(tenant).await?;
+        match self.engine() {
+            Engine::Redis(redis) => {
+                let mut conn = redis.conn();
                 let mut deleted = 0u64;
                 for chunk in found.chunks(DELETE_AT_ONCE) {
                     let n: u64 = redis::cmd("DEL").arg(chunk).query_async(&mut conn).await?;
@@ -42,7 +54,7 @@ impl Cache {
                 Ok(deleted)
             }
             #[cfg(feature = "test-support")]
-            Engine::Memory(store) => Ok(store.run(|d| d.del_containing(&id))),
+            Engine::Memory(store) => Ok(store.run(|d| found.iter().filter(|k| d.del(k)).count() as u64)),
         }
     }
 }

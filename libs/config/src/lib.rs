@@ -14,6 +14,7 @@ mod image_gen;
 mod mcp;
 mod memory;
 mod outbound;
+mod retention;
 mod sandbox;
 mod stt;
 mod tts;
@@ -26,6 +27,7 @@ pub use image_gen::{ImageGenConfig, ImageGenEndpoint, ImageGenProvider};
 pub use mcp::McpConfig;
 pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
 pub use outbound::{OutboundConfig, PlatformsConfig};
+pub use retention::RetentionConfig;
 pub use sandbox::{
     DockerSandboxConfig, KubernetesSandboxConfig, LocalSandboxConfig, SandboxConfig, SandboxImage, SandboxMaxima,
 };
@@ -55,6 +57,8 @@ pub struct HermesConfig {
     pub admin: AdminConfig,
     pub worker: WorkerConfig,
     pub scheduler: SchedulerConfig,
+    /// How long tenants' data is kept unless the tenant says otherwise.
+    pub retention: RetentionConfig,
     pub gateway: GatewayConfig,
     /// Where requests on someone else's behalf may go.
     pub outbound: OutboundConfig,
@@ -278,7 +282,7 @@ pub struct SchedulerConfig {
     pub reaper_interval_millis: u64,
     /// A queued turn nobody claimed for this long is published again (its queue message was lost).
     pub queued_grace_seconds: u64,
-    /// How often sessions past their tenant's retention are deleted.
+    /// How often data past its retention (`retention`, and each tenant's) is deleted.
     pub prune_interval_seconds: u64,
     /// How often due cron jobs are looked for.
     pub cron_interval_millis: u64,
@@ -494,6 +498,7 @@ impl HermesConfig {
         if self.database.max_connections == 0 {
             return Err(ConfigError::Invalid("database.max_connections must be at least 1".into()));
         }
+        self.retention.check().map_err(ConfigError::Invalid)?;
         Ok(self)
     }
 

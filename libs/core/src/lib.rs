@@ -18,6 +18,7 @@ pub mod model_settings;
 pub mod outbox;
 pub mod provider_routing;
 pub mod quote;
+pub mod retention;
 pub mod sandbox_choice;
 pub mod secret_placement;
 pub mod toolsets;

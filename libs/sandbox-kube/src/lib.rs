@@ -19,6 +19,7 @@ pub mod manifests;
 mod names;
 #[cfg(test)]
 mod pod_tests;
+mod tenant_removal;
 pub mod tls;
 
 use std::collections::HashMap;
@@ -470,6 +471,14 @@ impl Sandboxes for KubeSandboxes {
 
     fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
         Box::pin(KubeSandboxes::reap_idle(self))
+    }
+
+    fn tenants_kept(&self) -> BoxFuture<'_, Result<Vec<uuid::Uuid>>> {
+        Box::pin(KubeSandboxes::tenants_kept(self))
+    }
+
+    fn remove_tenant(&self, tenant: hermes_core::TenantId) -> BoxFuture<'_, Result<usize>> {
+        Box::pin(KubeSandboxes::remove_tenant(self, tenant))
     }
 
     fn census(&self) -> Vec<hermes_core::census::LiveSandbox> {

@@ -130,6 +130,15 @@ pub trait Sandboxes: Send + Sync {
     /// Answers when the backend is reachable.
     fn ping(&self) -> BoxFuture<'_, Result<()>>;
 
+    /// The ids of the tenants this backend keeps anything of (a sandbox, running or not, or a
+    /// workspace), as its names and labels say, for the sweep that removes what deleted tenants
+    /// left ([`sweep_deleted`]). Only the store turns them into tenants.
+    fn tenants_kept(&self) -> BoxFuture<'_, Result<Vec<uuid::Uuid>>>;
+
+    /// Removes every sandbox and workspace of `tenant`, whose deletion has begun; returns how
+    /// many objects went.
+    fn remove_tenant(&self, tenant: TenantId) -> BoxFuture<'_, Result<usize>>;
+
     /// The sandboxes the last [`Sandboxes::reap_idle`] kept, with how busy each was then (for
     /// the operators' view; see `hermes_core::census`).
     fn census(&self) -> Vec<LiveSandbox> {
@@ -180,8 +189,36 @@ pub async fn connect(cfg: &hermes_config::SandboxConfig) -> Result<Arc<dyn Sandb
     }
 }
 
-/// Runs [`Sandboxes::reap_idle`] every `every` until `cancel`.
-pub async fn run_reaper(sandboxes: Arc<dyn Sandboxes>, every: Duration, cancel: CancellationToken) {
+/// The tenants deleted or being deleted (the store answers).
+pub trait DeletedTenants: Send + Sync {
+    fn deleted(&self) -> BoxFuture<'_, Result<Vec<TenantId>, String>>;
+}
+
+/// Removes the sandboxes and workspaces of every deleted tenant `sandboxes` keeps anything
+/// of; returns how many objects went. A backend or store that does not answer is tried again
+/// on the next sweep.
+pub async fn sweep_deleted(sandboxes: &dyn Sandboxes, tenants: &dyn DeletedTenants) -> Result<usize> {
+    let kept = sandboxes.tenants_kept().await?;
+    if kept.is_empty() {
+        return Ok(0);
+    }
+    let deleted = tenants.deleted().await.map_err(SandboxError::Unavailable)?;
+    let mut removed = 0;
+    for tenant in deleted.into_iter().filter(|t| kept.contains(&t.as_uuid())) {
+        let n = sandboxes.remove_tenant(tenant).await?;
+        tracing::info!(%tenant, objects = n, "removed a deleted tenant's sandboxes and workspaces");
+        removed += n;
+    }
+    Ok(removed)
+}
+
+/// Runs [`Sandboxes::reap_idle`], then [`sweep_deleted`], every `every` until `cancel`.
+pub async fn run_reaper(
+    sandboxes: Arc<dyn Sandboxes>,
+    deleted: Arc<dyn DeletedTenants>,
+    every: Duration,
+    cancel: CancellationToken,
+) {
     let mut tick = tokio::time::interval(every);
     loop {
         tokio::select! {
@@ -189,6 +226,9 @@ pub async fn run_reaper(sandboxes: Arc<dyn Sandboxes>, every: Duration, cancel: 
             _ = tick.tick() => {
                 if let Err(e) = sandboxes.reap_idle().await {
                     tracing::warn!(error = %e, "sandbox reaper failed");
+                }
+                if let Err(e) = sweep_deleted(sandboxes.as_ref(), deleted.as_ref()).await {
+                    tracing::warn!(error = %e, "cannot remove deleted tenants' sandboxes yet");
                 }
             }
         }

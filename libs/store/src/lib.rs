@@ -6,7 +6,8 @@
 //! What is where:
 //! - Tenants and their access: [`tenants`], [`api_keys`] (authentication: where a tenant
 //!   comes from), [`budgets`], [`credentials`] (pooled provider keys), [`secrets`] (sealing at
-//!   rest), [`pricing`] (installation-wide prices, the tenant's usage report), [`usage`].
+//!   rest), [`pricing`] (installation-wide prices, the tenant's usage report), [`usage`],
+//!   [`retention_policy`] (how long the tenant keeps its data).
 //! - Agents and what they know: [`agents`], [`skills`], [`skill_usage`], [`memory`].
 //! - Conversations: [`sessions`], [`session_admin`] (sessions as API resources),
 //!   [`session_find`] (tenant-wide listing and search for the admin plane),
@@ -58,6 +59,7 @@ pub mod pairing;
 pub mod pricing;
 pub mod process_watches;
 pub mod responses;
+pub mod retention_policy;
 pub mod routes;
 mod rows;
 pub mod search;

@@ -18,7 +18,8 @@ pub struct SessionPolicy {
     pub idle_reset_minutes: u32,
     /// Reset when this local hour has passed since the last activity; `None` never.
     pub daily_reset_hour: Option<u8>,
-    /// Delete sessions this many days after their last activity; `None` keeps them.
+    /// Delete sessions this many days after their last activity; 0 keeps them, `None` follows
+    /// the installation's `retention.sessions_days`.
     pub retention_days: Option<u32>,
 }
 

@@ -31,6 +31,8 @@ const COMMANDS: &[(&str, Effect)] = &[
     ("tenant rows", Reads),
     // Reads, but a whole tenant's data leaving the installation is recorded.
     ("tenant export", Writes),
+    // Shows the periods, or changes them: recorded either way.
+    ("tenant retention", Writes),
     // Records `tenant.deletion_started` and `tenant.deleted` in the installation's log.
     ("tenant delete", RecordsItself),
     ("agent create", RecordsItself),

@@ -140,6 +140,8 @@ pub enum TenantCmd {
     },
     /// Write everything the tenant owns to one archive (rows as JSON lines, skills, memory).
     Export(crate::tenant_data::ExportArgs),
+    /// Show or change how long the tenant keeps sessions, turns, files and usage detail.
+    Retention(crate::tenant_data::RetentionArgs),
     /// Delete the tenant and everything it owns (rows in every table, its keys in Redis; its
     /// sandboxes and their volumes when a worker next reaps).
     Delete(crate::tenant_data::DeleteArgs),
@@ -201,6 +203,9 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
             print(json_mode, value.clone(), format!("limits of {}: {value}", t.name));
         }
         Command::Tenant(TenantCmd::Export(args)) => crate::tenant_data::run_export(json_mode, store, args).await?,
+        Command::Tenant(TenantCmd::Retention(args)) => {
+            crate::tenant_data::run_retention(json_mode, config, store, args).await?;
+        }
         Command::Tenant(TenantCmd::Delete(args)) => {
             crate::tenant_data::run_delete(json_mode, config, store, args).await?;
         }

@@ -59,7 +59,8 @@ pub struct PolicyArgs {
     daily_reset_hour: Option<u8>,
     #[arg(long)]
     no_daily_reset: bool,
-    /// Delete sessions this many days after their last activity.
+    /// Delete sessions this many days after their last activity (`tenant retention` sets
+    /// this and the other periods).
     #[arg(long, conflicts_with = "keep_forever")]
     retention_days: Option<u32>,
     #[arg(long)]
@@ -115,7 +116,7 @@ pub async fn run_policy(json_mode: bool, store: &Store, args: PolicyArgs) -> any
         policy.daily_reset_hour = Some(hour);
     }
     if args.keep_forever {
-        policy.retention_days = None;
+        policy.retention_days = Some(0);
     } else if let Some(days) = args.retention_days {
         policy.retention_days = Some(days);
     }

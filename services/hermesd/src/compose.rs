@@ -145,7 +145,12 @@ async fn worker_context(shared: &Shared, shutdown: &CancellationToken) -> anyhow
     let reaper_token = shutdown.clone();
     hermes_telemetry::tasks::spawn(
         "sandbox_reaper",
-        hermes_sandbox::run_reaper(sandboxes.clone(), Duration::from_secs(60), reaper_token),
+        hermes_sandbox::run_reaper(
+            sandboxes.clone(),
+            std::sync::Arc::new(hermes_worker::DeletedInStore(shared.store.clone())),
+            Duration::from_secs(60),
+            reaper_token,
+        ),
     );
     let trusted = config.outbound.trusted(&config.platforms);
     let http = hermes_llm::http_client(

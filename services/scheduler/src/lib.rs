@@ -80,6 +80,23 @@ pub async fn gauges_once(ctx: &SchedulerContext) -> Result<hermes_store::Backlog
     Ok(backlog)
 }
 
+/// Deletes finished turns, files and usage detail past their tenant's period.
+async fn prune_past_retention(ctx: &SchedulerContext) -> Result<(), hermes_store::StoreError> {
+    use hermes_store::system::data_retention::{Pruned, RetentionDefaults};
+    let retention = &ctx.config.retention;
+    let defaults = RetentionDefaults {
+        turns_days: retention.turns_days,
+        files_days: retention.files_days,
+        usage_detail_days: retention.usage_detail_days,
+    };
+    let past = ctx.store.system().prune_past_retention(defaults, 1_000).await?;
+    if past != Pruned::default() {
+        let (turns, files, usage_detail) = (past.turns, past.files, past.usage_detail);
+        tracing::info!(turns, files, usage_detail, "deleted data past its retention");
+    }
+    Ok(())
+}
+
 /// A tenant's deletion left unfinished for this long (its pod stopped) is finished here.
 const DELETION_LEFT_FOR: chrono::Duration = chrono::Duration::minutes(10);
 
@@ -111,13 +128,15 @@ async fn finish_tenant_deletions(ctx: &SchedulerContext) {
 
 /// One retention sweep: deletes expired sessions in batches until none are left (with what
 /// they own), then week-old platform updates and replies (the gateway prunes event
-/// deliveries), then audit entries past `admin.audit_retention_days`; returns how many
-/// sessions went.
+/// deliveries), then audit entries past `admin.audit_retention_days`, then finished turns,
+/// files and usage detail past their tenant's period (`retention.*`), then finishes tenant
+/// deletions left half done; returns how many sessions went.
 pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::StoreError> {
     const BATCH: i64 = 500;
     let mut total = 0;
     loop {
-        let removed = ctx.store.system().prune_sessions(chrono::Utc::now(), BATCH).await?;
+        let default_days = ctx.config.retention.sessions_days;
+        let removed = ctx.store.system().prune_sessions(chrono::Utc::now(), default_days, BATCH).await?;
         total += removed;
         if removed < BATCH as u64 {
             break;
@@ -150,6 +169,7 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
     if lapsed > 0 {
         tracing::info!(reservations = lapsed, "forgot spend reservations whose worker never settled them");
     }
+    prune_past_retention(ctx).await?;
     finish_tenant_deletions(ctx).await;
     if total > 0 {
         tracing::info!(sessions = total, "pruned sessions past their tenant's retention");

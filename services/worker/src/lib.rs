@@ -10,6 +10,7 @@ mod budget;
 mod children;
 mod commands;
 mod cron_script;
+mod deleted_tenants;
 mod egress;
 mod events;
 mod every;
@@ -47,6 +48,8 @@ use hermes_config::HermesConfig;
 use hermes_queue::{Broker, QueueError, WorkConsumer};
 use hermes_sandbox::Sandboxes;
 use hermes_store::{SecretBox, Store};
+
+pub use deleted_tenants::DeletedInStore;
 
 /// What the worker role needs, built by the composition root.
 #[derive(Clone)]

@@ -16,7 +16,7 @@ fn hermesctl() -> String {
 }
 
 /// `hermesctl` with only `PATH` and `vars` in its environment: its success and its output.
-fn hermesctl_with(vars: &[(&str, &str)], args: &[&str]) -> (bool, String) {
+pub(crate) fn hermesctl_with(vars: &[(&str, &str)], args: &[&str]) -> (bool, String) {
     let out = Command::new(hermesctl())
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())

@@ -374,6 +374,60 @@ impl DockerSandboxes {
     }
 }
 
+impl DockerSandboxes {
+    /// The names of this installation's containers (`sbx`) or volumes (`ws`) that start
+    /// with `{prefix}-{kind}-{rest}`.
+    async fn named(&self, kind: &str, rest: &str) -> Result<(Vec<String>, Vec<String>)> {
+        let start = format!("{}-{kind}-{rest}", self.inner.cfg.docker.name_prefix);
+        let filters = HashMap::from([("name".to_owned(), vec![start.clone()])]);
+        let options = ListContainersOptions { all: true, filters: Some(filters.clone()), ..Default::default() };
+        let containers = self.inner.docker.list_containers(Some(options)).await.map_err(docker_err)?;
+        let containers = containers
+            .into_iter()
+            .filter_map(|c| c.names.and_then(|n| n.first().map(|s| s.trim_start_matches('/').to_owned())))
+            .filter(|n| n.starts_with(&start))
+            .collect();
+        let options = bollard::query_parameters::ListVolumesOptions { filters: Some(filters) };
+        let volumes = self.inner.docker.list_volumes(Some(options)).await.map_err(docker_err)?;
+        let volumes =
+            volumes.volumes.unwrap_or_default().into_iter().map(|v| v.name).filter(|n| n.starts_with(&start)).collect();
+        Ok((containers, volumes))
+    }
+
+    async fn tenants_kept(&self) -> Result<Vec<uuid::Uuid>> {
+        let (containers, _) = self.named("sbx", "").await?;
+        let (_, volumes) = self.named("ws", "").await?;
+        let prefix = &self.inner.cfg.docker.name_prefix;
+        let mut tenants: Vec<uuid::Uuid> = containers
+            .iter()
+            .filter_map(|n| n.strip_prefix(&format!("{prefix}-sbx-")).map(str::to_owned))
+            .chain(volumes.iter().filter_map(|n| n.strip_prefix(&format!("{prefix}-ws-")).map(str::to_owned)))
+            .filter_map(|rest| rest.get(..36).and_then(|id| id.parse().ok()))
+            .collect();
+        tenants.sort();
+        tenants.dedup();
+        Ok(tenants)
+    }
+
+    async fn remove_tenant(&self, tenant: hermes_core::TenantId) -> Result<usize> {
+        let (containers, _) = self.named("sbx", &format!("{tenant}-")).await?;
+        for name in &containers {
+            tracing::info!(container = %name, "removing a deleted tenant's sandbox");
+            self.remove(name).await;
+        }
+        let (_, volumes) = self.named("ws", &format!("{tenant}-")).await?;
+        for name in &volumes {
+            let options = bollard::query_parameters::RemoveVolumeOptions { force: true };
+            match self.inner.docker.remove_volume(name, Some(options)).await {
+                Ok(()) => tracing::info!(volume = %name, "removed a deleted tenant's workspace"),
+                Err(e) if status_of(&e) == Some(404) => {}
+                Err(e) => return Err(docker_err(e)),
+            }
+        }
+        Ok(containers.len() + volumes.len())
+    }
+}
+
 impl Sandboxes for DockerSandboxes {
     fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
         Box::pin(async move {
@@ -421,5 +475,13 @@ impl Sandboxes for DockerSandboxes {
         Box::pin(async move {
             self.inner.docker.ping().await.map(|_| ()).map_err(|e| SandboxError::Unavailable(e.to_string()))
         })
+    }
+
+    fn tenants_kept(&self) -> BoxFuture<'_, Result<Vec<uuid::Uuid>>> {
+        Box::pin(DockerSandboxes::tenants_kept(self))
+    }
+
+    fn remove_tenant(&self, tenant: hermes_core::TenantId) -> BoxFuture<'_, Result<usize>> {
+        Box::pin(DockerSandboxes::remove_tenant(self, tenant))
     }
 }

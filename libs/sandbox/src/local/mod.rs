@@ -354,6 +354,42 @@ impl LocalSandboxes {
     }
 }
 
+impl LocalSandboxes {
+    /// The tenants with a workspace folder, or a sandbox this worker started.
+    fn tenants_kept(&self) -> Vec<uuid::Uuid> {
+        let root = Path::new(&self.inner.cfg.local.workspaces_dir);
+        let mut tenants: Vec<uuid::Uuid> = std::fs::read_dir(root)
+            .map(|dir| dir.flatten().filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok())).collect())
+            .unwrap_or_default();
+        if let Ok(started) = self.inner.started.lock() {
+            tenants.extend(started.values().map(|s| s.key.tenant.as_uuid()));
+        }
+        tenants.sort();
+        tenants.dedup();
+        tenants
+    }
+
+    /// Stops `tenant`'s sandboxes this worker started and removes its workspaces.
+    async fn remove_tenant(&self, tenant: hermes_core::TenantId) -> Result<usize> {
+        let names: Vec<String> = match self.inner.started.lock() {
+            Ok(started) => started.iter().filter(|(_, s)| s.key.tenant == tenant).map(|(n, _)| n.clone()).collect(),
+            Err(_) => Vec::new(),
+        };
+        for name in &names {
+            self.stop(name).await;
+            let _ = std::fs::remove_dir_all(self.ipc_dir(name));
+        }
+        let workspaces = Path::new(&self.inner.cfg.local.workspaces_dir).join(tenant.to_string());
+        let folders = usize::from(workspaces.exists());
+        match std::fs::remove_dir_all(&workspaces) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("cannot remove", &workspaces, e)),
+        }
+        Ok(names.len() + folders)
+    }
+}
+
 /// An exclusive lock on `ipc`'s start, shared by every worker on this machine (released
 /// when dropped).
 async fn machine_lock(root: &str, ipc: &Path) -> Result<std::fs::File> {
@@ -414,6 +450,14 @@ impl Sandboxes for LocalSandboxes {
     }
 
     common::attached_sandboxes!(sandbox_name);
+
+    fn tenants_kept(&self) -> BoxFuture<'_, Result<Vec<uuid::Uuid>>> {
+        Box::pin(async move { Ok(LocalSandboxes::tenants_kept(self)) })
+    }
+
+    fn remove_tenant(&self, tenant: hermes_core::TenantId) -> BoxFuture<'_, Result<usize>> {
+        Box::pin(LocalSandboxes::remove_tenant(self, tenant))
+    }
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {

@@ -26,7 +26,8 @@
 //!   record each attempt by the event's and endpoint's ids ([`settle_event`]).
 //! - [`retention`]: pruning idempotency keys, settled events and expired sessions is one sweep
 //!   over all tenants ([`prune_idempotency_keys`], [`prune_events`], [`prune_chat_traffic`],
-//!   [`prune_spend_reservations`], [`prune_sessions`]).
+//!   [`prune_spend_reservations`], [`prune_sessions`]); so is [`data_retention`]'s of finished
+//!   turns, files and usage detail past each tenant's period ([`prune_past_retention`]).
 //! - [`tenant_deletion`]: deleting a tenant removes rows the tenant role may not (its audit
 //!   entries, its people, the tenant itself), and the scheduler resumes every tenant's deletion
 //!   that a dead process left half done ([`unfinished_tenant_deletions`]). Its batches run as
@@ -75,6 +76,7 @@
 //! [`prune_chat_traffic`]: crate::views::System::prune_chat_traffic
 //! [`prune_spend_reservations`]: crate::views::System::prune_spend_reservations
 //! [`prune_sessions`]: crate::views::System::prune_sessions
+//! [`prune_past_retention`]: crate::views::System::prune_past_retention
 //! [`unfinished_tenant_deletions`]: crate::views::System::unfinished_tenant_deletions
 //! [`claim_agents_for_curation`]: crate::views::System::claim_agents_for_curation
 //! [`claim_watches`]: crate::views::System::claim_watches
@@ -84,6 +86,7 @@
 pub mod channels;
 pub mod cron;
 pub mod curator;
+pub mod data_retention;
 pub mod egress_authority;
 pub mod event_deliveries;
 pub mod gauges;

@@ -68,15 +68,16 @@ impl System<'_> {
         Ok(done.rows_affected())
     }
 
-    /// Deletes sessions of tenants with a retention period whose last activity is older than
-    /// it, unless a turn of theirs is still open (the rest of their lineage and their messages
-    /// go with them). At most `batch` per call; returns how many went.
-    pub async fn prune_sessions(self, now: DateTime<Utc>, batch: i64) -> Result<u64> {
+    /// Deletes sessions whose last activity is older than their tenant's retention period
+    /// (or else `default_days`, the installation's; 0 keeps), unless a turn of theirs is still
+    /// open (the rest of their lineage and their messages go with them). At most `batch` per
+    /// call; returns how many went.
+    pub async fn prune_sessions(self, now: DateTime<Utc>, default_days: u32, batch: i64) -> Result<u64> {
         let mut tx = self.system_pool().begin().await?;
         let doomed: Vec<(uuid::Uuid, uuid::Uuid)> = sqlx::query_as(
             "SELECT s.tenant_id, s.id FROM sessions s JOIN tenants t ON t.id = s.tenant_id
-             WHERE t.session_retention_days IS NOT NULL
-               AND s.updated_at < $1 - make_interval(days => t.session_retention_days)
+             WHERE coalesce(t.session_retention_days, $3) > 0
+               AND s.updated_at < $1 - make_interval(days => coalesce(t.session_retention_days, $3))
                AND NOT EXISTS (SELECT 1 FROM turns u WHERE u.tenant_id = s.tenant_id AND u.session_id = s.id
                                AND u.status IN ('queued', 'running', 'waiting'))
              LIMIT $2
@@ -84,6 +85,7 @@ impl System<'_> {
         )
         .bind(now)
         .bind(batch)
+        .bind(i32::try_from(default_days).unwrap_or(i32::MAX))
         .fetch_all(&mut *tx)
         .await?;
         for (tenant, session) in &doomed {

@@ -186,6 +186,22 @@ impl System<'_> {
         rows.iter().map(crate::rows::tenant_of).collect()
     }
 
+    /// The tenants deleted here (as the installation's log records) or being deleted: their
+    /// sandboxes and workspaces may go. A tenant the database does not know is not among them,
+    /// so a worker pointed at the wrong database removes nothing.
+    pub async fn deleted_tenants(self) -> Result<Vec<TenantId>> {
+        let rows = sqlx::query(
+            "SELECT id AS tenant_id FROM tenants WHERE deleting_since IS NOT NULL
+             UNION
+             SELECT object_id::uuid FROM audit_log
+             WHERE tenant_id IS NULL AND action = 'tenant.deleted'
+               AND object_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'",
+        )
+        .fetch_all(self.system_pool())
+        .await?;
+        rows.iter().map(crate::rows::tenant_of).collect()
+    }
+
     async fn require_marked(self, tenant: TenantId) -> Result<()> {
         let marked: Option<bool> = sqlx::query_scalar("SELECT deleting_since IS NOT NULL FROM tenants WHERE id = $1")
             .bind(tenant.as_uuid())

@@ -73,3 +73,66 @@ async fn a_deleted_session_takes_its_updates_replies_and_events_with_it(pool: Pg
         "only the other session's update and reply stay"
     );
 }
+
+/// Issue 42: finished turns, files and usage detail go after their tenant's period or else the
+/// installation's, in batches; open turns, a tenant keeping forever and the daily totals stay.
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn data_past_its_tenants_period_or_the_installations_goes_and_nothing_else(pool: PgPool) {
+    use hermes_store::retention_policy::Retention;
+    use hermes_store::system::data_retention::{Pruned, RetentionDefaults};
+
+    let w = crate::tenant_world::world(&pool).await;
+    let keeper = crate::tenant_world::world_named(&pool, "gamma", "delta").await;
+    let (alpha, gamma) = (w.a.id, keeper.a.id);
+    let own = Retention { turns_days: Some(1), ..Retention::default() };
+    w.store.tenancy().set_retention(alpha, &own).await.unwrap();
+    let forever = Retention { turns_days: Some(0), files_days: Some(0), usage_detail_days: Some(0), ..own };
+    w.store.tenancy().set_retention(gamma, &forever).await.unwrap();
+    assert_eq!(w.store.tenancy().retention(alpha).await.unwrap(), own);
+    let too_soon = Retention { usage_detail_days: Some(10), ..own };
+    assert!(w.store.tenancy().set_retention(alpha, &too_soon).await.is_err(), "usage detail under 35 days");
+
+    sqlx::raw_sql(
+        "UPDATE turns SET finished_at = now() - interval '3 days' WHERE finished_at IS NOT NULL;
+         UPDATE turn_files SET created_at = now() - interval '3 days';
+         UPDATE model_calls SET created_at = now() - interval '50 days';",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let count =
+        async |sql: &'static str, tenant: hermes_core::TenantId| common::count(&pool, sql, tenant.as_uuid()).await;
+    const FINISHED: &str = "SELECT count(*) FROM turns WHERE tenant_id = $1 AND finished_at IS NOT NULL";
+    const OPEN: &str = "SELECT count(*) FROM turns WHERE tenant_id = $1 AND finished_at IS NULL";
+    const FILES: &str = "SELECT count(*) FROM turn_files WHERE tenant_id = $1";
+    const CALLS: &str = "SELECT count(*) FROM model_calls WHERE tenant_id = $1";
+    const DAILY: &str = "SELECT count(*) FROM usage_daily WHERE tenant_id = $1";
+    let before = [FINISHED, OPEN, FILES, CALLS, DAILY];
+    let mut alpha_before = Vec::new();
+    let mut gamma_before = Vec::new();
+    for sql in before {
+        alpha_before.push(count(sql, alpha).await);
+        gamma_before.push(count(sql, gamma).await);
+    }
+    assert!(
+        alpha_before[0] > 0 && alpha_before[1] > 0 && alpha_before[2] > 0 && alpha_before[3] > 0,
+        "{alpha_before:?}"
+    );
+
+    let defaults = RetentionDefaults { turns_days: 0, files_days: 2, usage_detail_days: 40 };
+    let pruned = w.store.system().prune_past_retention(defaults, 1).await.unwrap();
+    let expected_turns = u64::try_from(alpha_before[0]).unwrap();
+    assert_eq!(pruned.turns, expected_turns, "alpha's finished turns, one a statement: {pruned:?}");
+    assert_eq!(count(FINISHED, alpha).await, 0);
+    assert_eq!(count(OPEN, alpha).await, alpha_before[1], "open turns stay whatever their age");
+    assert_eq!(count(FILES, alpha).await, 0, "its files went with its turns, or after the installation's 2 days");
+    assert_eq!(count(CALLS, alpha).await, 0, "usage detail past the installation's 40 days");
+    assert_eq!(count(DAILY, alpha).await, alpha_before[4], "the daily totals stay");
+    let mut gamma_after = Vec::new();
+    for sql in before {
+        gamma_after.push(count(sql, gamma).await);
+    }
+    assert_eq!(gamma_after, gamma_before, "a tenant keeping forever keeps everything");
+    let again = w.store.system().prune_past_retention(defaults, 1).await.unwrap();
+    assert_eq!(again, Pruned::default(), "nothing left to prune");
+}
