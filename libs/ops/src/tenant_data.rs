@@ -9,8 +9,8 @@
 //!   tenant's own skills), as the agent wrote them;
 //! - `memory/<agent>/MEMORY.md` and `memory/<agent>/users/<user>.md`, entries separated as
 //!   the agent's memory files separate them;
-//! - `manifest.json`: the tenant, when, the schema's version, every table's row count and
-//!   what was withheld.
+//! - `manifest.json`, the last entry (an archive without it was cut short): the tenant, when,
+//!   the schema's version, every table's row count and what was withheld.
 //!
 //! Deletion is `hermes_store`'s three steps (`system::tenant_deletion`); each caller then
 //! deletes the tenant's keys in Redis. Sandboxes and their volumes go when each worker's reaper next finds their
@@ -32,8 +32,11 @@ use crate::{OpsError, Result};
 
 /// A part of a table's rows is cut after this many bytes.
 pub const PART_BYTES: usize = 8 * 1024 * 1024;
-/// Rows read from the database at a time.
+/// Rows read from the database at a time (a table whose rows hold files: one).
 const FETCH_ROWS: u32 = 1_000;
+/// A reader that takes no bytes for this long ends the export (its cursors hold a
+/// transaction open).
+const STALLED_READER: std::time::Duration = std::time::Duration::from_secs(60);
 /// Rows deleted by one statement.
 const DELETE_BATCH: i64 = 1_000;
 /// What the archive's manifest calls its format.
@@ -57,22 +60,35 @@ struct Archive<'w, W: AsyncWrite + Unpin + ?Sized> {
     out: &'w mut W,
     bytes: u64,
     at: u64,
+    /// Paths written so far: names made safe can meet (`a b` and `a_b`), and the second is
+    /// written as `~2` rather than over the first when unpacked.
+    paths: std::collections::HashSet<String>,
 }
 
 impl<W: AsyncWrite + Unpin + ?Sized> Archive<'_, W> {
     async fn add(&mut self, path: &str, data: &[u8]) -> Result<()> {
+        let mut path = path.to_owned();
+        let mut n = 1;
+        while !self.paths.insert(path.clone()) {
+            n += 1;
+            path = format!("{path}~{n}");
+        }
         let mut header = tar::Header::new_gnu();
         header.set_size(data.len() as u64);
         header.set_mode(0o644);
         header.set_mtime(self.at);
         header.set_entry_type(tar::EntryType::Regular);
-        self.tar.append_data(&mut header, path, data).map_err(io_error)?;
+        self.tar.append_data(&mut header, &path, data).map_err(io_error)?;
         let ready = std::mem::take(self.tar.get_mut().get_mut());
         self.send(&ready).await
     }
 
     async fn send(&mut self, bytes: &[u8]) -> Result<()> {
-        self.out.write_all(bytes).await.map_err(io_error)?;
+        let stalled = || std::io::Error::new(std::io::ErrorKind::TimedOut, "the reader took nothing for a minute");
+        tokio::time::timeout(STALLED_READER, self.out.write_all(bytes))
+            .await
+            .map_err(|_| io_error(stalled()))?
+            .map_err(io_error)?;
         self.bytes += bytes.len() as u64;
         Ok(())
     }
@@ -94,7 +110,7 @@ fn io_error(e: std::io::Error) -> OpsError {
 pub async fn export<W: AsyncWrite + Unpin + ?Sized>(store: &Store, tenant: &Tenant, out: &mut W) -> Result<Exported> {
     let at = u64::try_from(Utc::now().timestamp()).unwrap_or_default();
     let tar = tar::Builder::new(GzEncoder::new(Vec::new(), Compression::default()));
-    let mut archive = Archive { tar, out, bytes: 0, at };
+    let mut archive = Archive { tar, out, bytes: 0, at, paths: Default::default() };
     let tables = export_rows(store, tenant.id, &mut archive).await?;
     let skills = store.tenancy().export_skill_files(tenant.id).await?;
     for file in &skills {
@@ -140,21 +156,26 @@ async fn export_rows<W: AsyncWrite + Unpin + ?Sized>(
     let mut counts = BTreeMap::new();
     for table in store.tenancy().export_tables(tenant).await? {
         let mut cursor = store.tenancy().export_rows(tenant, &table).await?;
+        let fetch = if table.large_rows { 1 } else { FETCH_ROWS };
         let (mut part, mut buffer, mut rows) = (0u32, Vec::new(), 0u64);
         loop {
-            let batch = cursor.next_batch(FETCH_ROWS).await?;
+            let batch = cursor.next_batch(fetch).await?;
             let done = batch.is_empty();
             for row in batch {
                 rows += 1;
                 buffer.extend_from_slice(row.as_bytes());
                 buffer.push(b'\n');
-            }
-            if buffer.len() >= PART_BYTES || (done && !buffer.is_empty()) {
-                part += 1;
-                archive.add(&format!("rows/{}/{part:04}.jsonl", table.name), &buffer).await?;
-                buffer.clear();
+                if buffer.len() >= PART_BYTES {
+                    part += 1;
+                    archive.add(&format!("rows/{}/{part:04}.jsonl", table.name), &buffer).await?;
+                    buffer.clear();
+                }
             }
             if done {
+                if !buffer.is_empty() {
+                    part += 1;
+                    archive.add(&format!("rows/{}/{part:04}.jsonl", table.name), &buffer).await?;
+                }
                 break;
             }
         }
@@ -210,8 +231,12 @@ pub async fn delete(store: &Store, by: &Audit, tenant: TenantId) -> Result<Delet
         }
         match store.system().finish_tenant_deletion(tenant, by, &removed).await {
             Ok(()) => break,
-            // A turn that was already running wrote a row after its table was emptied.
-            Err(StoreError::Busy(_)) if attempts < 3 => attempts += 1,
+            // A turn that was already running wrote a row after its table was emptied: it
+            // was asked to stop, and gets a moment to.
+            Err(StoreError::Busy(_)) if attempts < 5 => {
+                attempts += 1;
+                tokio::time::sleep(std::time::Duration::from_secs(attempts)).await;
+            }
             Err(e) => return Err(e.into()),
         }
     }

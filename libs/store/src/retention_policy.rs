@@ -34,10 +34,21 @@ impl TryFrom<Days> for Option<u32> {
     }
 }
 
+/// A session period as stored: "forever" is [`MAX_DAYS`], since the previous release's
+/// scheduler reads 0 as "delete every idle session" (migration 0074).
+pub(crate) fn session_days_stored(days: Option<u32>) -> Option<u32> {
+    days.map(|d| if d == 0 { MAX_DAYS } else { d })
+}
+
+/// A stored session period as the tenant set it.
+pub(crate) fn session_days_read(days: Option<u32>) -> Option<u32> {
+    days.map(|d| if d >= MAX_DAYS { 0 } else { d })
+}
+
 impl Tenancy<'_> {
     /// `tenant`'s retention periods.
     pub async fn retention(self, tenant: TenantId) -> Result<Retention> {
-        sqlx::query_as(
+        let stored: Retention = sqlx::query_as(
             "SELECT session_retention_days AS sessions_days, turn_retention_days AS turns_days,
                     file_retention_days AS files_days, usage_detail_retention_days AS usage_detail_days
              FROM tenants WHERE id = $1",
@@ -45,7 +56,8 @@ impl Tenancy<'_> {
         .bind(tenant.as_uuid())
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
-        .ok_or(StoreError::NotFound)
+        .ok_or(StoreError::NotFound)?;
+        Ok(Retention { sessions_days: session_days_read(stored.sessions_days), ..stored })
     }
 
     /// Sets `tenant`'s retention periods. `Invalid` for usage detail under
@@ -66,7 +78,7 @@ impl Tenancy<'_> {
              WHERE id = $1",
         )
         .bind(tenant.as_uuid())
-        .bind(days("sessions", retention.sessions_days)?)
+        .bind(days("sessions", session_days_stored(retention.sessions_days))?)
         .bind(days("turns", retention.turns_days)?)
         .bind(days("files", retention.files_days)?)
         .bind(days("usage detail", retention.usage_detail_days)?)

@@ -91,10 +91,11 @@ impl Conversations<'_> {
                 .try_get::<Option<i16>, _>("session_daily_reset_hour")?
                 .map(|h| u8::try_from(h).map_err(|_| corrupt("reset hour")))
                 .transpose()?,
-            retention_days: row
-                .try_get::<Option<i32>, _>("session_retention_days")?
-                .map(|d| u32::try_from(d).map_err(|_| corrupt("retention days")))
-                .transpose()?,
+            retention_days: crate::retention_policy::session_days_read(
+                row.try_get::<Option<i32>, _>("session_retention_days")?
+                    .map(|d| u32::try_from(d).map_err(|_| corrupt("retention days")))
+                    .transpose()?,
+            ),
         })
     }
 
@@ -113,7 +114,12 @@ impl Conversations<'_> {
         .bind(policy.timezone.name())
         .bind(i32::try_from(policy.idle_reset_minutes).map_err(|_| out_of_range("idle minutes"))?)
         .bind(policy.daily_reset_hour.map(i16::from))
-        .bind(policy.retention_days.map(i32::try_from).transpose().map_err(|_| out_of_range("retention days"))?)
+        .bind(
+            crate::retention_policy::session_days_stored(policy.retention_days)
+                .map(i32::try_from)
+                .transpose()
+                .map_err(|_| out_of_range("retention days"))?,
+        )
         .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         crate::require_changed(&done)

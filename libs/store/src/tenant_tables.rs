@@ -62,6 +62,8 @@ pub struct OwnedTable {
     pub by_tenant_column: bool,
     /// The columns an export reads: those the reading role may, less [`WITHHELD`].
     pub exported: Vec<String>,
+    /// Whether a row may be large (it holds a file's bytes): read one at a time.
+    pub large_rows: bool,
 }
 
 impl OwnedTable {
@@ -133,7 +135,9 @@ pub(crate) async fn owned_tables(conn: &mut PgConnection) -> Result<Vec<OwnedTab
             Some((_, condition)) => condition,
             None => continue,
         };
-        tables.push(OwnedTable { name: name.clone(), condition: condition.into(), by_tenant_column, exported });
+        let large_rows = columns.iter().any(|(c, _, _)| KEPT_BYTES.contains(&(name.as_str(), c.as_str())));
+        let (name, condition) = (name.clone(), condition.into());
+        tables.push(OwnedTable { name, condition, by_tenant_column, exported, large_rows });
     }
     Ok(leaves_first(tables, &catalogue.references))
 }
@@ -203,7 +207,8 @@ mod tests {
     use super::*;
 
     fn table(name: &str) -> OwnedTable {
-        OwnedTable { name: name.into(), condition: "tenant_id = $1".into(), by_tenant_column: true, exported: vec![] }
+        let condition = "tenant_id = $1".into();
+        OwnedTable { name: name.into(), condition, by_tenant_column: true, exported: vec![], large_rows: false }
     }
 
     #[test]

@@ -164,3 +164,16 @@ pub async fn run_retention(
     print(json_mode, json!({ "tenant": retention, "installation": defaults }), human);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Period;
+
+    #[test]
+    fn a_period_is_days_or_the_installations_default_and_nothing_else() {
+        assert_eq!("30".parse::<Period>().map(|p| p.0), Ok(Some(30)));
+        assert_eq!("0".parse::<Period>().map(|p| p.0), Ok(Some(0)), "0 keeps forever");
+        assert_eq!("default".parse::<Period>().map(|p| p.0), Ok(None));
+        assert!("-1".parse::<Period>().is_err() && "forever".parse::<Period>().is_err());
+    }
+}

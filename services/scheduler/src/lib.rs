@@ -129,10 +129,12 @@ async fn finish_tenant_deletions(ctx: &SchedulerContext) {
 /// One retention sweep: deletes expired sessions in batches until none are left (with what
 /// they own), then week-old platform updates and replies (the gateway prunes event
 /// deliveries), then audit entries past `admin.audit_retention_days`, then finished turns,
-/// files and usage detail past their tenant's period (`retention.*`), then finishes tenant
-/// deletions left half done; returns how many sessions went.
+/// files and usage detail past their tenant's period (`retention.*`); before all that, it
+/// finishes tenant deletions left half done. Returns how many sessions went.
 pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::StoreError> {
     const BATCH: i64 = 500;
+    // First: a failure further on must not hold a tenant's deletion back.
+    finish_tenant_deletions(ctx).await;
     let mut total = 0;
     loop {
         let default_days = ctx.config.retention.sessions_days;
@@ -170,7 +172,6 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
         tracing::info!(reservations = lapsed, "forgot spend reservations whose worker never settled them");
     }
     prune_past_retention(ctx).await?;
-    finish_tenant_deletions(ctx).await;
     if total > 0 {
         tracing::info!(sessions = total, "pruned sessions past their tenant's retention");
         metrics::counter!("hermes_sessions_pruned_total").increment(total);

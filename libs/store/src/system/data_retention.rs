@@ -1,5 +1,6 @@
 //! A tenant's data past its retention (issue 42): finished turns (their streams, questions,
-//! stored Responses API objects and files go with them), the files turns were given, and usage
+//! stored Responses API objects and files go with them), the files turns were given (not while
+//! their turn is open: one may wait days on an approval), and usage
 //! detail (one row per model call; the daily totals stay), each after the tenant's own period
 //! or else the installation's (`retention.*`). Sessions have their own sweep
 //! ([`prune_sessions`](crate::views::System::prune_sessions)).
@@ -48,7 +49,10 @@ const TURNS: Kind = Kind {
 const FILES: Kind = Kind {
     column: "file_retention_days",
     batch: "DELETE FROM turn_files WHERE ctid = ANY(ARRAY(
-                SELECT ctid FROM turn_files WHERE tenant_id = $1 AND created_at < now() - make_interval(days => $2)
+                SELECT f.ctid FROM turn_files f
+                WHERE f.tenant_id = $1 AND f.created_at < now() - make_interval(days => $2)
+                  AND NOT EXISTS (SELECT 1 FROM turns u WHERE u.tenant_id = f.tenant_id AND u.id = f.turn_id
+                                  AND u.status IN ('queued', 'running', 'waiting'))
                 LIMIT $3))",
 };
 

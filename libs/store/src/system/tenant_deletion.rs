@@ -62,13 +62,25 @@ impl System<'_> {
     /// a marked tenant removes whatever way in appeared since.
     pub async fn begin_tenant_deletion(self, tenant: TenantId, by: &Audit) -> Result<(String, Removed)> {
         let mut tx = self.system_pool().begin().await?;
-        let name: String = sqlx::query_scalar(
-            "UPDATE tenants SET deleting_since = coalesce(deleting_since, now()) WHERE id = $1 RETURNING name",
+        let (name, marked): (String, bool) =
+            sqlx::query_as("SELECT name, deleting_since IS NOT NULL FROM tenants WHERE id = $1 FOR UPDATE")
+                .bind(tenant.as_uuid())
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or(StoreError::NotFound)?;
+        sqlx::query("UPDATE tenants SET deleting_since = now() WHERE id = $1 AND deleting_since IS NULL")
+            .bind(tenant.as_uuid())
+            .execute(&mut *tx)
+            .await?;
+        // Its open turns are asked to stop (a worker checks between steps); those still
+        // writing when their tables are emptied are caught by the last count.
+        sqlx::query(
+            "UPDATE turns SET cancel_requested_at = coalesce(cancel_requested_at, now())
+             WHERE tenant_id = $1 AND status IN ('queued', 'running', 'waiting')",
         )
         .bind(tenant.as_uuid())
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(StoreError::NotFound)?;
+        .execute(&mut *tx)
+        .await?;
         let mut removed = Removed::new();
         // People whose only tenant this is, operators aside, go with it (their memberships,
         // console sessions, identities and links cascade).
@@ -90,10 +102,12 @@ impl System<'_> {
             .bind(tenant.as_uuid())
             .execute(&mut *tx)
             .await?;
-        let change = Change::new("tenant.deletion_started", "tenant", tenant)
-            .before(serde_json::json!({ "name": name }))
-            .after(&removed);
-        crate::admin::audit::record(&mut tx, None, by, change).await?;
+        if !marked {
+            let change = Change::new("tenant.deletion_started", "tenant", tenant)
+                .before(serde_json::json!({ "name": name }))
+                .after(&removed);
+            crate::admin::audit::record(&mut tx, None, by, change).await?;
+        }
         tx.commit().await?;
         Ok((name, removed))
     }

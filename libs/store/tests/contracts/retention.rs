@@ -86,8 +86,16 @@ async fn data_past_its_tenants_period_or_the_installations_goes_and_nothing_else
     let (alpha, gamma) = (w.a.id, keeper.a.id);
     let own = Retention { turns_days: Some(1), ..Retention::default() };
     w.store.tenancy().set_retention(alpha, &own).await.unwrap();
-    let forever = Retention { turns_days: Some(0), files_days: Some(0), usage_detail_days: Some(0), ..own };
+    let forever =
+        Retention { sessions_days: Some(0), turns_days: Some(0), files_days: Some(0), usage_detail_days: Some(0) };
     w.store.tenancy().set_retention(gamma, &forever).await.unwrap();
+    assert_eq!(w.store.tenancy().retention(gamma).await.unwrap(), forever);
+    let stored: Option<i32> = sqlx::query_scalar("SELECT session_retention_days FROM tenants WHERE id = $1")
+        .bind(gamma.as_uuid())
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, Some(36_500), "sessions kept forever are not stored as 0, which the last release would prune");
     assert_eq!(w.store.tenancy().retention(alpha).await.unwrap(), own);
     let too_soon = Retention { usage_detail_days: Some(10), ..own };
     assert!(w.store.tenancy().set_retention(alpha, &too_soon).await.is_err(), "usage detail under 35 days");

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use hermes_core::TenantId;
 use hermes_store::StoreError;
 use hermes_store::admin::{Actor, ActorKind, Audit};
-use sqlx::PgPool;
+use sqlx::{Connection, PgPool};
 
 use crate::common;
 use crate::tenant_world::{self, World};
@@ -201,4 +201,51 @@ async fn an_export_holds_every_row_of_the_tenant_and_none_of_its_secrets(pool: P
     assert!(skills.iter().any(|f| f.skill == tenant_world::SKILL && f.path == "SKILL.md"), "{skills:?}");
     let memory = w.store.tenancy().export_memory(w.a.id).await.unwrap();
     assert_eq!(memory.len(), 2, "the agent's notes and what it knows of user-1: {memory:?}");
+}
+
+/// The mark that lets a tenant's audit entries go and sends the workers to its sandboxes: the
+/// tenant role cannot set it, nobody can clear it, and a mark without the deletion's entry in
+/// the installation's log erases nothing.
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn the_deletion_mark_is_the_systems_alone_and_cannot_be_undone(pool: PgPool) {
+    let w = tenant_world::world(&pool).await;
+    let mut tenant_role = sqlx::PgConnection::connect_with(&pool.connect_options()).await.unwrap();
+    sqlx::raw_sql("SET ROLE hermes_tenant").execute(&mut tenant_role).await.unwrap();
+    sqlx::query("SELECT set_config('hermes.tenant_id', $1::uuid::text, false)")
+        .bind(w.a.id.as_uuid())
+        .execute(&mut tenant_role)
+        .await
+        .unwrap();
+    let refused = sqlx::query("UPDATE tenants SET deleting_since = now() WHERE id = $1")
+        .bind(w.a.id.as_uuid())
+        .execute(&mut tenant_role)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("only the system"), "{refused}");
+
+    // Marked behind the store's back: the audit function still finds no deletion begun.
+    sqlx::query("UPDATE tenants SET deleting_since = now() WHERE id = $1")
+        .bind(w.a.id.as_uuid())
+        .execute(&pool)
+        .await
+        .unwrap();
+    let entries =
+        || sqlx::query_scalar::<_, i64>("SELECT count(*) FROM audit_log WHERE tenant_id = $1").bind(w.a.id.as_uuid());
+    let before = entries().fetch_one(&pool).await.unwrap();
+    assert!(before > 0, "alpha has audit entries");
+    let gone: i64 = sqlx::query_scalar("SELECT hermes_forget_deleted_tenant_audit($1, 1000)")
+        .bind(w.a.id.as_uuid())
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        (gone, entries().fetch_one(&pool).await.unwrap()),
+        (0, before),
+        "no entry goes without the deletion's own"
+    );
+    let undone = sqlx::query("UPDATE tenants SET deleting_since = NULL WHERE id = $1")
+        .bind(w.a.id.as_uuid())
+        .execute(&pool)
+        .await;
+    assert!(undone.unwrap_err().to_string().contains("cannot be undone"));
 }

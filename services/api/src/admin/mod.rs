@@ -108,6 +108,7 @@ pub(crate) fn state(ctx: AdminContext) -> Result<AdminState, StartError> {
         cancels: ctx.cache.cancel_bus(),
         census: ctx.cache.sandbox_census(),
         cache: ctx.cache.clone(),
+        exports: std::sync::Arc::new(tokio::sync::Semaphore::new(tenant_data::EXPORTS_AT_ONCE)),
         pools: ctx.cache.key_pools(),
         secrets: ctx.secrets,
         events: ctx.events,

@@ -22,6 +22,9 @@ pub(crate) struct Shared {
     pub cancels: hermes_cache::CancelBus,
     /// Redis, for what a deleted tenant leaves there.
     pub cache: hermes_cache::Cache,
+    /// Tenant exports this pod writes at once (each holds a database connection while its
+    /// reader reads).
+    pub exports: Arc<tokio::sync::Semaphore>,
     /// The workers' sandbox reports, for the operators' view.
     pub census: hermes_cache::SandboxCensus,
     /// This pod's event hub, for watching turns live (`None`: the live view reads Postgres).
