@@ -13,3 +13,7 @@ ALTER TABLE tenants ADD COLUMN IF NOT EXISTS usage_detail_retention_days integer
 -- The sweep's reads: a tenant's finished turns and its files, oldest first.
 CREATE INDEX IF NOT EXISTS turns_finished ON turns (tenant_id, finished_at) WHERE finished_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS turn_files_by_age ON turn_files (tenant_id, created_at);
+-- Deleting a session (retention, `DELETE /api/sessions/{id}`, a tenant's deletion) finds its
+-- turns through the foreign key; the only index by session covered open turns, so each deleted
+-- session read every turn of the table (1,000 sessions took 9 s beside 110 K turns).
+CREATE INDEX IF NOT EXISTS turns_by_session ON turns (tenant_id, session_id);
