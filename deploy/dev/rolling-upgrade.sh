@@ -67,6 +67,15 @@ if [[ $dry_run == 1 ]]; then
   exit 0
 fi
 
+# A worktree of a clone that is gone (a CI checkout removed since) can be neither reused nor
+# replaced by git: make it afresh.
+if [[ -f $worktree/.git ]]; then
+  gitdir=$(sed -n 's/^gitdir: //p' "$worktree/.git")
+  if [[ -n $gitdir && ! -d $gitdir ]]; then
+    echo "rolling-upgrade: $worktree belongs to a repository that is gone; making it again" >&2
+    rm -rf "$worktree"
+  fi
+fi
 # Reuse the worktree of an earlier run; put it at the commit whatever it held.
 if [[ $(git -C "$worktree" rev-parse --show-toplevel 2>/dev/null) == "$worktree" ]]; then
   git -C "$worktree" checkout --quiet --detach "$commit"
