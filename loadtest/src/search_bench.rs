@@ -1,173 +1,247 @@
-//! `session_search` latency on a realistic history: builds a scratch database with many
-//! conversations for one agent and end user (plus another tenant's, as noise) through the real
-//! write path, so the search vectors are exactly what production stores, then times each
-//! query shape and prints medians.
+//! History at scale (issue 42, item 3): many tenants' conversations written through the real
+//! store (so search vectors, rollups and indexes are exactly what production keeps), then
+//! `session_search`, the session list and the usage report timed against random tenants and
+//! users, and one large tenant's heavy user on their own. Sizes on disk are printed by
+//! `search.sh` afterwards.
 //!
-//! Usage: hermes-search-bench --database-url URL [--sessions N] [--messages M] [--runs R]
+//! Usage: hermes-search-bench --database-url URL [--tenants T] [--sessions N] [--messages M]
+//!        [--users U] [--calls C] [--large L] [--samples S]
 
 #![allow(clippy::print_stdout, reason = "a report on stdout is the point")]
 
+mod fixtures;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use hermes_core::ChatMessage;
-use hermes_store::{NewAgent, NewTurn, SearchOrder, SearchScope, Store, TurnTarget};
+use fixtures::{Rng, conversation, ms_at};
+use hermes_core::{AgentId, CallPurpose, ModelCall, TenantId, Usage};
+use hermes_store::admin::RollupGroup;
+use hermes_store::{SearchOrder, SearchScope, Store};
 
 #[derive(Parser)]
 struct Args {
-    /// Conversations of the searched user.
-    #[arg(long, default_value_t = 2_000)]
+    /// Tenants, each with one agent.
+    #[arg(long, default_value_t = 1_000)]
+    tenants: usize,
+    /// Conversations per tenant.
+    #[arg(long, default_value_t = 100)]
     sessions: usize,
-    /// Messages per conversation.
-    #[arg(long, default_value_t = 50)]
+    /// Messages per conversation (the turn's own message comes on top).
+    #[arg(long, default_value_t = 100)]
     messages: usize,
-    /// Timed runs per query.
-    #[arg(long, default_value_t = 30)]
-    runs: usize,
+    /// End users per tenant, who share its conversations round-robin.
+    #[arg(long, default_value_t = 10)]
+    users: usize,
+    /// Model calls recorded per conversation (usage detail; the daily rollups follow).
+    #[arg(long, default_value_t = 10)]
+    calls: usize,
+    /// Conversations of one user in one more tenant (0: none), searched on their own.
+    #[arg(long, default_value_t = 2_000)]
+    large: usize,
+    /// Conversations written at once.
+    #[arg(long, default_value_t = 8)]
+    writers: usize,
+    /// Timed calls per measured operation.
+    #[arg(long, default_value_t = 400)]
+    samples: usize,
     /// An empty scratch database (search.sh creates and drops one).
     #[arg(long)]
     database_url: String,
 }
 
-const WORDS: &[&str] = &[
-    "deploy",
-    "staging",
-    "release",
-    "database",
-    "migration",
-    "rollback",
-    "latency",
-    "cache",
-    "redis",
-    "queue",
-    "postgres",
-    "index",
-    "query",
-    "customer",
+const QUERIES: &[&str] = &[
     "invoice",
-    "budget",
-    "meeting",
-    "agenda",
-    "incident",
-    "alert",
-    "kubernetes",
-    "docker",
-    "build",
-    "test",
-    "review",
-    "branch",
-    "merge",
-    "credentials",
-    "rotate",
-    "vault",
+    "\"database migration\"",
+    "vault OR credentials",
+    "deploy -staging",
+    "rollb*",
+    "数据库",
+    "回滚",
+    "nonexistentword",
 ];
-const CHINESE: &[&str] =
-    &["数据库迁移失败了", "请帮我回滚版本", "明天的会议议程", "客户发票有问题", "部署到预发环境", "缓存延迟太高"];
 
-/// A deterministic pseudo-random sentence.
-fn sentence(seed: usize) -> String {
-    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(12_345);
-    let mut words = Vec::new();
-    for _ in 0..12 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        words.push(WORDS[x % WORDS.len()]);
-    }
-    if seed.is_multiple_of(7) {
-        words.push(CHINESE[seed % CHINESE.len()]);
-    }
-    words.join(" ")
+fn calls(n: usize) -> Vec<ModelCall> {
+    let usage = Usage { prompt_tokens: 1_200, completion_tokens: 150, total_tokens: 1_350, ..Usage::default() };
+    (0..n)
+        .map(|_| ModelCall {
+            purpose: CallPurpose::Main,
+            provider: "openai".into(),
+            model: "m".into(),
+            key_id: None,
+            usage,
+            latency_ms: 900,
+        })
+        .collect()
 }
 
-fn agent(base_url: &str) -> NewAgent {
-    NewAgent {
-        name: "ops".into(),
-        model: "m".into(),
-        provider_base_url: base_url.into(),
-        provider_key: None,
-        soul: None,
-        system_message: None,
-        toolsets: vec!["session_search".into()],
-        provider_key_hosts: vec![],
-        fallbacks: vec![],
-        api_mode: None,
-        auxiliary: None,
-        context_window: None,
+/// Writes `sessions` conversations spread over `owners` (tenant, agent, user count), eight at a
+/// time, each with its model calls. Prints progress every tenth.
+async fn write(
+    store: &Store,
+    owners: Arc<Vec<(TenantId, AgentId)>>,
+    args: &Args,
+    sessions: usize,
+    users: usize,
+) -> Result<()> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut writers = tokio::task::JoinSet::new();
+    let (messages, per_call) = (args.messages, args.calls);
+    for _ in 0..args.writers {
+        let (store, next, owners) = (store.clone(), next.clone(), owners.clone());
+        writers.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= sessions {
+                    return Ok::<_, hermes_store::StoreError>(());
+                }
+                // Tenants take turns, so each tenant's rows are spread over the table as in life.
+                let (tenant, agent) = owners[i % owners.len()];
+                let user = format!("user-{}", (i / owners.len()) % users);
+                let (session, turn) =
+                    store.turns().enqueue_turn(tenant, conversation(agent, &user, i, messages)).await?;
+                store.tenancy().record_model_calls(tenant, session, turn, &calls(per_call)).await?;
+                if (i + 1) % (sessions / 10).max(1) == 0 {
+                    println!("  {} of {sessions} conversations", i + 1);
+                }
+            }
+        });
     }
+    while let Some(done) = writers.join_next().await {
+        done??;
+    }
+    Ok(())
 }
 
-async fn fill(store: &Store, tenant_name: &str, user: &str, sessions: usize, messages: usize) -> Result<SearchScope> {
-    let tenant = store.tenancy().create_tenant(tenant_name).await?;
-    let agent = store.agents().create_agent(tenant.id, agent("http://127.0.0.1:9/v1"), None).await?;
-    for s in 0..sessions {
-        let history: Vec<ChatMessage> = (0..messages)
-            .map(|m| {
-                let text = sentence(s * messages + m);
-                if m.is_multiple_of(2) { ChatMessage::user(text) } else { ChatMessage::assistant(text) }
-            })
-            .collect();
-        let target = TurnTarget::New { source: hermes_core::SessionSource::Api, user_key: user.into(), history };
-        let turn = NewTurn::new(agent.id, target, ChatMessage::user(sentence(s)));
-        store.turns().enqueue_turn(tenant.id, turn).await?;
+async fn tenants(store: &Store, prefix: &str, n: usize) -> Result<Vec<(TenantId, AgentId)>> {
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let tenant = store.tenancy().create_tenant(&format!("{prefix}-{i}")).await?;
+        let agent = store.agents().create_agent(tenant.id, fixtures::agent(), None).await?;
+        out.push((tenant.id, agent.id));
     }
-    Ok(SearchScope { tenant: tenant.id, agent: agent.id, user_key: user.into(), current: None })
+    Ok(out)
+}
+
+/// Sorted latencies of `samples` calls of `op` (given the sample's index).
+async fn timed<F, Fut>(samples: usize, mut op: F) -> Result<Vec<Duration>>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    let mut taken = Vec::with_capacity(samples);
+    for i in 0..samples {
+        let started = Instant::now();
+        op(i).await?;
+        taken.push(started.elapsed());
+    }
+    taken.sort();
+    Ok(taken)
+}
+
+fn line(what: &str, sorted: &[Duration]) {
+    println!("{what:<40} p50 {:>7.1} ms   p99 {:>7.1} ms", ms_at(sorted, 0.5), ms_at(sorted, 0.99));
+}
+
+async fn search(store: &Store, scope: &SearchScope, query: &str) -> Result<usize> {
+    let tsquery = hermes_store::search_text::parse_query(query).context("query")?;
+    let roles = ["user".to_owned(), "assistant".to_owned()];
+    let found = store.conversations().search_sessions(scope, &tsquery, &roles, SearchOrder::Relevance, 3, 0).await?;
+    Ok(found.len())
+}
+
+fn scope(owner: (TenantId, AgentId), user: String) -> SearchScope {
+    SearchScope { tenant: owner.0, agent: owner.1, user_key: user, current: None }
+}
+
+/// Random tenants and users: search (every query shape in turn), the session list, the usage page.
+async fn across_tenants(store: &Store, owners: &[(TenantId, AgentId)], args: &Args) -> Result<()> {
+    let mut rng = Rng::new(7);
+    let picks: Vec<SearchScope> = (0..args.samples)
+        .map(|_| scope(owners[rng.below(owners.len())], format!("user-{}", rng.below(args.users))))
+        .collect();
+    let picks = &picks;
+    let mut by_query = vec![Vec::new(); QUERIES.len()];
+    let mut all = Vec::with_capacity(args.samples);
+    for (i, scope) in picks.iter().enumerate() {
+        let started = Instant::now();
+        search(store, scope, QUERIES[i % QUERIES.len()]).await?;
+        all.push(started.elapsed());
+        by_query[i % QUERIES.len()].push(started.elapsed());
+    }
+    all.sort();
+    println!("\n{} tenants, a random tenant and user per call:", owners.len());
+    line("session_search, every query shape", &all);
+    for (query, mut taken) in QUERIES.iter().zip(by_query) {
+        taken.sort();
+        line(&format!("  {query}"), &taken);
+    }
+    let browse = timed(args.samples, |i| async move {
+        store.conversations().recent_sessions(&picks[i], 10, 0).await?;
+        Ok(())
+    })
+    .await?;
+    line("session_search without a query (recent 10)", &browse);
+    let list = timed(args.samples, |i| async move {
+        store.conversations().list_sessions(picks[i].tenant, None, 20, 0).await?;
+        Ok(())
+    })
+    .await?;
+    line("session list, first 20 (/api/sessions)", &list);
+    let to = chrono::Utc::now().date_naive();
+    for (group, name) in [(RollupGroup::Day, "day"), (RollupGroup::Model, "model")] {
+        let usage = timed(args.samples, |i| async move {
+            store.admin().usage_rollup(picks[i].tenant, to - chrono::Duration::days(29), to, group).await?;
+            Ok(())
+        })
+        .await?;
+        line(&format!("usage report, 30 days by {name}"), &usage);
+    }
+    Ok(())
+}
+
+/// One user with every conversation of a large tenant: each query shape on its own.
+async fn large_user(store: &Store, owner: (TenantId, AgentId), args: &Args) -> Result<()> {
+    let scope = scope(owner, "user-0".into());
+    println!("\none user with {} conversations of {} messages:", args.large, args.messages + 1);
+    let runs = (args.samples / QUERIES.len()).max(10);
+    for query in QUERIES {
+        let found = search(store, &scope, query).await?;
+        let scope = &scope;
+        let taken = timed(runs, |_| async move {
+            search(store, scope, query).await?;
+            Ok(())
+        })
+        .await?;
+        line(&format!("  {query} ({found} found)"), &taken);
+    }
+    Ok(())
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    run(&args, &args.database_url).await
-}
-
-async fn run(args: &Args, url: &str) -> Result<()> {
-    let store = Store::connect(url, 8).await?;
+    let store = Store::connect(&args.database_url, 16).await?;
     store.migrate().await?;
     let started = Instant::now();
-    let scope = fill(&store, "searched", "alice", args.sessions, args.messages).await?;
-    fill(&store, "noise", "bob", args.sessions / 2, args.messages).await?;
-    let total = (args.sessions + args.sessions / 2) * (args.messages + 1);
-    println!("{total} messages written in {:.1} s", started.elapsed().as_secs_f64());
+    let owners = Arc::new(tenants(&store, "team", args.tenants).await?);
+    write(&store, owners.clone(), &args, args.tenants * args.sessions, args.users).await?;
+    let large = tenants(&store, "large", usize::from(args.large > 0)).await?;
+    if args.large > 0 {
+        write(&store, Arc::new(large.clone()), &args, args.large, 1).await?;
+    }
+    let messages = (args.tenants * args.sessions + args.large) * (args.messages + 1);
+    let secs = started.elapsed().as_secs_f64();
+    println!("{messages} messages written in {secs:.0} s ({:.0} a second)", messages as f64 / secs);
     store.analyze().await?;
-    let roles = vec!["user".to_owned(), "assistant".to_owned()];
-    let queries = [
-        "invoice",
-        "\"database migration\"",
-        "vault OR credentials",
-        "deploy -staging",
-        "rollb*",
-        "数据库",
-        "回滚",
-        "nonexistentword",
-    ];
-    for q in queries {
-        let tsquery = hermes_store::search_text::parse_query(q).context("query")?;
-        let mut samples = Vec::with_capacity(args.runs);
-        let mut found = 0;
-        for _ in 0..args.runs {
-            let t = Instant::now();
-            found = store
-                .conversations()
-                .search_sessions(&scope, &tsquery, &roles, SearchOrder::Relevance, 3, 0)
-                .await?
-                .len();
-            samples.push(t.elapsed());
-        }
-        samples.sort();
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        let at = |q: f64| ms(samples[((samples.len() - 1) as f64 * q).round() as usize]);
-        println!("{q:<24} median {:>7.1} ms   p90 {:>7.1} ms   ({found} conversations)", at(0.5), at(0.9));
+    across_tenants(&store, &owners, &args).await?;
+    if let Some(owner) = large.first() {
+        large_user(&store, *owner, &args).await?;
     }
-    let mut samples = Vec::new();
-    for _ in 0..args.runs {
-        let t = Instant::now();
-        store.conversations().recent_sessions(&scope, 10, 0).await?;
-        samples.push(t.elapsed());
-    }
-    samples.sort();
-    println!("{:<24} median {:>7.1} ms", "browse (recent 10)", samples[samples.len() / 2].as_secs_f64() * 1000.0);
     Ok(())
 }

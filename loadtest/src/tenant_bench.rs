@@ -9,6 +9,9 @@
 
 #![allow(clippy::print_stdout, reason = "a report on stdout is the point")]
 
+#[allow(dead_code, reason = "each benchmark uses its own part of the fixtures")]
+mod fixtures;
+
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,7 +23,7 @@ use clap::Parser;
 
 use hermes_core::{AgentId, ChatMessage, SessionSource, TenantId};
 use hermes_store::admin::{Actor, ActorKind, Audit};
-use hermes_store::{NewAgent, NewTurn, Store, TurnTarget};
+use hermes_store::{NewTurn, Store, TurnTarget};
 
 #[derive(Parser)]
 struct Args {
@@ -38,23 +41,6 @@ struct Args {
     database_url: String,
 }
 
-fn agent() -> NewAgent {
-    NewAgent {
-        name: "ops".into(),
-        model: "m".into(),
-        provider_base_url: "http://127.0.0.1:9/v1".into(),
-        provider_key: None,
-        soul: None,
-        system_message: None,
-        toolsets: vec![],
-        provider_key_hosts: vec![],
-        fallbacks: vec![],
-        api_mode: None,
-        auxiliary: None,
-        context_window: None,
-    }
-}
-
 /// A conversation of `messages` lines, queued as a turn (so a session, its messages and a turn).
 fn conversation(agent: AgentId, seed: usize, messages: usize) -> NewTurn {
     let history: Vec<ChatMessage> = (0..messages)
@@ -69,7 +55,7 @@ fn conversation(agent: AgentId, seed: usize, messages: usize) -> NewTurn {
 
 async fn fill(store: &Store, name: &str, args: &Args, sessions: usize) -> Result<(TenantId, AgentId)> {
     let tenant = store.tenancy().create_tenant(name).await?;
-    let agent = store.agents().create_agent(tenant.id, agent(), None).await?.id;
+    let agent = store.agents().create_agent(tenant.id, fixtures::agent(), None).await?.id;
     let next = Arc::new(AtomicU64::new(0));
     let mut writers = tokio::task::JoinSet::new();
     for _ in 0..args.writers {

@@ -146,3 +146,31 @@ async fn after_downtime_each_job_runs_once_or_skips_to_its_next_slot() {
     assert_eq!(hermes_scheduler::cron::cron_once(&ctx, "back", now).await.unwrap(), 0);
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_burst_larger_than_one_claim_starts_in_one_pass_and_each_slot_once() {
+    let Team { env, tenant, agent, .. } = Team::start(Roles::API_ONLY, "helper").await;
+    // 250 jobs due at once: one claim takes 100, so a pass must claim again while claims come
+    // back full (before, a burst waited a tick per 100).
+    const JOBS: usize = 250;
+    for i in 0..JOBS {
+        env.store.automation().create_job(tenant, &super::cron::job(agent.id, &format!("burst {i}"))).await.unwrap();
+    }
+    let mut config = env.config.clone();
+    config.scheduler.cron_max_parallel = 10_000;
+    config.scheduler.cron_max_parallel_per_tenant = 10_000;
+    let ctx = SchedulerContext {
+        config: std::sync::Arc::new(config),
+        store: env.store.clone(),
+        broker: hermes_queue::Broker::connect(&env.config.rabbitmq, "burst").await.unwrap(),
+        cache: hermes_cache::Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap(),
+    };
+    let now = Utc::now();
+    assert_eq!(hermes_scheduler::cron::cron_once(&ctx, "burst", now).await.unwrap(), JOBS, "all started in one pass");
+    assert_eq!(env.count("SELECT count(DISTINCT job_id) FROM cron_runs").await, JOBS as i64);
+    assert_eq!(env.count("SELECT count(*) FROM cron_runs").await, JOBS as i64, "one run a slot");
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, JOBS as i64, "one turn a run");
+    assert_eq!(env.count("SELECT count(*) FROM cron_jobs WHERE next_run_at <= now()").await, 0, "every job moved on");
+    assert_eq!(hermes_scheduler::cron::cron_once(&ctx, "burst", now).await.unwrap(), 0, "nothing twice");
+    env.stop().await;
+}

@@ -6,6 +6,7 @@
 //! turns ended, and declares `unknown` the runs whose claimer vanished before starting them.
 
 use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
 
 use hermes_core::outbox::{CronLabel, Destination, OutboxPayload, RunLabel};
 use hermes_core::{ChatMessage, CronRunStatus, JobState};
@@ -16,8 +17,12 @@ use hermes_store::{NewTurn, StoreError, TurnTarget};
 
 use crate::SchedulerContext;
 
-/// Jobs one pass claims at most.
+/// Jobs one claim takes at most.
 const CLAIM_BATCH: i64 = 100;
+/// Claims one pass makes at most, back to back while they come back full.
+const MAX_BATCHES_A_PASS: usize = 20;
+/// Runs of a batch started at once (each queues a turn and publishes its signal).
+const STARTS_AT_ONCE: usize = 8;
 /// A claimed run with no turn after this long was lost with its claimer.
 const STALE_CLAIM: std::time::Duration = std::time::Duration::from_secs(120);
 /// Slots skipped at most when fast-forwarding a late job.
@@ -138,21 +143,15 @@ async fn tell_unknown(ctx: &SchedulerContext, settled: &hermes_store::cron::Sett
     ctx.store.chat().enqueue_outbox(settled.tenant_id, &dest, &key, &OutboxPayload::text(text)).await
 }
 
-/// One cron pass at `now`: claim, start, settle. Returns the runs started.
+/// One cron pass at `now`: claim and start, again at once while claims come back full (a
+/// burst of due jobs is not held to one batch a tick), then settle. Returns the runs started.
 pub async fn cron_once(ctx: &SchedulerContext, owner: &str, now: DateTime<Utc>) -> Result<usize, StoreError> {
-    let cfg = &ctx.config.scheduler;
-    let running = ctx.store.system().open_cron_runs().await?;
-    let room = i64::from(cfg.cron_max_parallel).saturating_sub(running).clamp(0, CLAIM_BATCH);
     let mut started = 0;
-    if room > 0 {
-        let tenant_cap = i64::from(cfg.cron_max_parallel_per_tenant);
-        let claimed = ctx.store.system().claim_due_jobs(owner, now, room, tenant_cap, |job| plan(job, now)).await?;
-        for run in &claimed {
-            match start(ctx, run).await {
-                Ok(()) => started += 1,
-                // Left `claimed`: the settle pass declares it unknown rather than run it twice.
-                Err(e) => tracing::warn!(error = %e, run.id = %run.run_id, "cannot start a cron run"),
-            }
+    for _ in 0..MAX_BATCHES_A_PASS {
+        let (claimed, batch_started) = claim_and_start(ctx, owner, now).await?;
+        started += batch_started;
+        if claimed < CLAIM_BATCH {
+            break;
         }
     }
     for settled in ctx.store.system().settle_runs(STALE_CLAIM).await? {
@@ -166,6 +165,36 @@ pub async fn cron_once(ctx: &SchedulerContext, owner: &str, now: DateTime<Utc>) 
         metrics::counter!("hermes_cron_runs_total", "status" => settled.status.as_str()).increment(1);
     }
     Ok(started)
+}
+
+/// Claims one batch (as much as the installation's cap leaves room for) and starts its runs,
+/// a few at once. Returns how many were claimed and how many started.
+async fn claim_and_start(ctx: &SchedulerContext, owner: &str, now: DateTime<Utc>) -> Result<(i64, usize), StoreError> {
+    let cfg = &ctx.config.scheduler;
+    let running = ctx.store.system().open_cron_runs().await?;
+    let room = i64::from(cfg.cron_max_parallel).saturating_sub(running).clamp(0, CLAIM_BATCH);
+    if room == 0 {
+        return Ok((0, 0));
+    }
+    let tenant_cap = i64::from(cfg.cron_max_parallel_per_tenant);
+    let claimed = ctx.store.system().claim_due_jobs(owner, now, room, tenant_cap, |job| plan(job, now)).await?;
+    // By index: a stream over `&ClaimedRun` makes the future's lifetime higher-ranked, which a
+    // spawned task cannot prove `Send` for.
+    let claimed = &claimed;
+    let results: Vec<_> = futures_util::stream::iter(0..claimed.len())
+        .map(|i| start(ctx, &claimed[i]))
+        .buffered(STARTS_AT_ONCE)
+        .collect()
+        .await;
+    let mut started = 0;
+    for (run, result) in claimed.iter().zip(&results) {
+        match result {
+            Ok(()) => started += 1,
+            // Left `claimed`: the settle pass declares it unknown rather than run it twice.
+            Err(e) => tracing::warn!(error = %e, run.id = %run.run_id, "cannot start a cron run"),
+        }
+    }
+    Ok((i64::try_from(claimed.len()).unwrap_or(i64::MAX), started))
 }
 
 #[cfg(test)]

@@ -8,11 +8,11 @@ use hermes_core::{CronRunId, JobState, SessionId, TenantId};
 use crate::cron::{ClaimedRun, Job, Plan, SettledRun};
 use crate::{Result, views::System};
 
-/// The runs each tenant has open (claimed or running), as the CTE `open (tenant_id, n)`: what a
+/// The runs each tenant has open (claimed or running), as the CTE `open (tenant_id, n)` (after `WITH`): what a
 /// tenant's cap counts, for scheduled and fired runs alike.
 macro_rules! open_runs {
     () => {
-        "WITH open AS (
+        "open AS (
             SELECT tenant_id, count(*) AS n FROM cron_runs WHERE status IN ('claimed', 'running') GROUP BY tenant_id
          )"
     };
@@ -40,14 +40,30 @@ impl System<'_> {
         let mut tx = self.system_pool().begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock(hashtext('hermes-cron-claim'))").execute(&mut *tx).await?;
         let rows = sqlx::query(concat!(
+            "WITH RECURSIVE ",
             open_runs!(),
-            ", due AS (
-                SELECT j.id, j.next_run_at,
-                       COALESCE(o.n, 0) + row_number() OVER (PARTITION BY j.tenant_id ORDER BY j.next_run_at, j.id) AS place
-                FROM cron_jobs j LEFT JOIN open o ON o.tenant_id = j.tenant_id
-                WHERE j.state = 'scheduled' AND j.next_run_at <= $1
+            // The tenants with a due job, one index probe each (a skip scan of
+            // `cron_jobs_due_by_tenant`), then each one's first due jobs up to its cap.
+            ", due_tenants AS (
+                (SELECT tenant_id FROM cron_jobs WHERE state = 'scheduled' AND next_run_at <= $1
+                 ORDER BY tenant_id LIMIT 1)
+                UNION ALL
+                SELECT (SELECT j.tenant_id FROM cron_jobs j
+                        WHERE j.state = 'scheduled' AND j.next_run_at <= $1 AND j.tenant_id > d.tenant_id
+                        ORDER BY j.tenant_id LIMIT 1)
+                FROM due_tenants d WHERE d.tenant_id IS NOT NULL
+             ), due AS (
+                SELECT first.id, first.next_run_at, COALESCE(o.n, 0) + first.nth AS place
+                FROM due_tenants d LEFT JOIN open o ON o.tenant_id = d.tenant_id
+                CROSS JOIN LATERAL (
+                    SELECT f.id, f.next_run_at, row_number() OVER (ORDER BY f.next_run_at, f.id) AS nth
+                    FROM (SELECT j.id, j.next_run_at FROM cron_jobs j
+                          WHERE j.tenant_id = d.tenant_id AND j.state = 'scheduled' AND j.next_run_at <= $1
+                          ORDER BY j.next_run_at, j.id LIMIT greatest($3 - COALESCE(o.n, 0), 0)) f
+                ) first
+                WHERE d.tenant_id IS NOT NULL
              ), fair AS (
-                SELECT id, place, next_run_at FROM due WHERE place <= $3 ORDER BY place, next_run_at LIMIT $2
+                SELECT id, place, next_run_at FROM due ORDER BY place, next_run_at LIMIT $2
              )
              SELECT j.* FROM cron_jobs j JOIN fair ON fair.id = j.id
              ORDER BY fair.place, fair.next_run_at
@@ -58,40 +74,10 @@ impl System<'_> {
         .bind(tenant_cap)
         .fetch_all(&mut *tx)
         .await?;
-        let mut claimed = Vec::new();
-        for row in &rows {
-            let job = crate::rows::read::<Job>(row)?;
-            let due = job.next_run_at.unwrap_or(now);
-            let decision = plan(&job);
-            sqlx::query(
-                "UPDATE cron_jobs SET next_run_at = $2, state = $3, last_error = COALESCE($4, last_error),
-                        updated_at = now()
-                 WHERE id = $1",
-            )
-            .bind(job.id.as_uuid())
-            .bind(decision.next_run_at)
-            .bind(decision.state.as_str())
-            .bind(&decision.error)
-            .execute(&mut *tx)
-            .await?;
-            if !decision.run {
-                continue;
-            }
-            let run_id: Option<uuid::Uuid> = sqlx::query_scalar(
-                "INSERT INTO cron_runs (id, tenant_id, job_id, scheduled_for, claimed_by)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id",
-            )
-            .bind(uuid::Uuid::now_v7())
-            .bind(job.tenant_id.as_uuid())
-            .bind(job.id.as_uuid())
-            .bind(due)
-            .bind(owner)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if let Some(run_id) = run_id {
-                claimed.push(ClaimedRun { run_id: run_id.into(), job, scheduled_for: due, context: None });
-            }
-        }
+        let jobs = rows.iter().map(crate::rows::read::<Job>).collect::<Result<Vec<_>>>()?;
+        let plans: Vec<Plan> = jobs.iter().map(&plan).collect();
+        move_on(&mut tx, &jobs, &plans).await?;
+        let mut claimed = record_runs(&mut tx, owner, now, jobs, &plans).await?;
         let room = limit - i64::try_from(claimed.len()).unwrap_or(limit);
         claimed.extend(claim_fires(&mut tx, owner, room, tenant_cap).await?);
         tx.commit().await?;
@@ -195,6 +181,76 @@ impl System<'_> {
     }
 }
 
+/// Moves each claimed job on as its plan says, in one statement.
+async fn move_on(tx: &mut sqlx::PgConnection, jobs: &[Job], plans: &[Plan]) -> Result<()> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<uuid::Uuid> = jobs.iter().map(|j| j.id.as_uuid()).collect();
+    let next: Vec<Option<DateTime<Utc>>> = plans.iter().map(|p| p.next_run_at).collect();
+    let states: Vec<&str> = plans.iter().map(|p| p.state.as_str()).collect();
+    let errors: Vec<Option<&str>> = plans.iter().map(|p| p.error.as_deref()).collect();
+    sqlx::query(
+        "UPDATE cron_jobs j SET next_run_at = u.next_run_at, state = u.state,
+                last_error = COALESCE(u.error, j.last_error), updated_at = now()
+         FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[]) AS u (id, next_run_at, state, error)
+         WHERE j.id = u.id",
+    )
+    .bind(&ids)
+    .bind(&next)
+    .bind(&states)
+    .bind(&errors)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// Records a run for each claimed job whose plan runs it now, in one statement; the runs, in
+/// claim order (a slot already recorded is not run again).
+async fn record_runs(
+    tx: &mut sqlx::PgConnection,
+    owner: &str,
+    now: DateTime<Utc>,
+    jobs: Vec<Job>,
+    plans: &[Plan],
+) -> Result<Vec<ClaimedRun>> {
+    let running: Vec<(Job, DateTime<Utc>)> = jobs
+        .into_iter()
+        .zip(plans)
+        .filter(|(_, plan)| plan.run)
+        .map(|(job, _)| {
+            let due = job.next_run_at.unwrap_or(now);
+            (job, due)
+        })
+        .collect();
+    if running.is_empty() {
+        return Ok(Vec::new());
+    }
+    let run_ids: Vec<uuid::Uuid> = running.iter().map(|_| uuid::Uuid::now_v7()).collect();
+    let tenants: Vec<uuid::Uuid> = running.iter().map(|(j, _)| j.tenant_id.as_uuid()).collect();
+    let job_ids: Vec<uuid::Uuid> = running.iter().map(|(j, _)| j.id.as_uuid()).collect();
+    let slots: Vec<DateTime<Utc>> = running.iter().map(|(_, due)| *due).collect();
+    let recorded: Vec<uuid::Uuid> = sqlx::query_scalar(
+        "INSERT INTO cron_runs (id, tenant_id, job_id, scheduled_for, claimed_by)
+         SELECT r.id, r.tenant_id, r.job_id, r.slot, $5
+         FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::timestamptz[]) AS r (id, tenant_id, job_id, slot)
+         ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id",
+    )
+    .bind(&run_ids)
+    .bind(&tenants)
+    .bind(&job_ids)
+    .bind(&slots)
+    .bind(owner)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(running
+        .into_iter()
+        .zip(run_ids)
+        .filter(|(_, id)| recorded.contains(id))
+        .map(|((job, due), id)| ClaimedRun { run_id: id.into(), job, scheduled_for: due, context: None })
+        .collect())
+}
+
 /// A fired run taken from `cron_fires`: its job, the webhook's context and when it fired.
 #[derive(sqlx::FromRow)]
 struct Fire {
@@ -217,6 +273,7 @@ pub(crate) async fn claim_fires(
     // dropped (pausing a job stops it, whatever calls it).
     // Round-robin across tenants too, counting the runs this claim already took.
     let fires = sqlx::query_as::<_, Fire>(concat!(
+        "WITH ",
         open_runs!(),
         ", waiting AS (
             SELECT f.id, f.created_at,
