@@ -223,52 +223,80 @@ pub async fn curate_once(
 
 /// Runs the reaper every `scheduler.reaper_interval_millis`, cron every
 /// `scheduler.cron_interval_millis`, the backlog gauges every 5 s and the retention sweep
-/// every `scheduler.prune_interval_seconds` until `shutdown`.
+/// every `scheduler.prune_interval_seconds` until `shutdown`. The three run side by side: a
+/// long cron pass (a burst of due jobs) or sweep (a tenant's deletion) never holds up the
+/// reaper, which resumes the turns of dead workers.
 pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
-    let every = Duration::from_millis(ctx.config.scheduler.reaper_interval_millis.max(100));
-    let mut tick = tokio::time::interval(every);
+    tracing::info!(
+        interval_ms = ctx.config.scheduler.reaper_interval_millis.max(100),
+        "scheduler running (lease reaper, cron, retention)"
+    );
+    tokio::join!(reaper_loop(&ctx, &shutdown), cron_loop(&ctx, &shutdown), sweep_loop(&ctx, &shutdown));
+    tracing::info!("scheduler stopped");
+}
+
+fn every(period: Duration) -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut prune = tokio::time::interval(Duration::from_secs(ctx.config.scheduler.prune_interval_seconds.max(1)));
-    prune.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut cron = tokio::time::interval(Duration::from_millis(ctx.config.scheduler.cron_interval_millis.max(100)));
-    cron.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut gauges = tokio::time::interval(GAUGE_INTERVAL);
-    gauges.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let owner = format!("scheduler-{}", uuid::Uuid::now_v7().simple());
+    tick
+}
+
+/// The lease reaper, gone workers and the backlog gauges.
+async fn reaper_loop(ctx: &SchedulerContext, shutdown: &CancellationToken) {
+    let mut tick = every(Duration::from_millis(ctx.config.scheduler.reaper_interval_millis.max(100)));
+    let mut gauges = every(GAUGE_INTERVAL);
     let mut gone = gone::GoneWorkers::default();
-    tracing::info!(interval_ms = every.as_millis() as u64, "scheduler running (lease reaper, cron)");
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
-            _ = cron.tick() => {
-                if let Err(e) = cron::cron_once(&ctx, &owner, chrono::Utc::now()).await {
-                    tracing::warn!(error = %e, "cron pass failed");
-                }
-            }
             _ = tick.tick() => {
-                if let Err(e) = reap_once(&ctx).await {
+                if let Err(e) = reap_once(ctx).await {
                     tracing::warn!(error = %e, "lease reaper pass failed");
                     gone.database_trouble();
                 }
-                if let Err(e) = gone.pass(&ctx).await {
+                if let Err(e) = gone.pass(ctx).await {
                     tracing::warn!(error = %e, "cannot look for gone workers");
                     gone.database_trouble();
                 }
             }
             _ = gauges.tick() => {
-                if let Err(e) = gauges_once(&ctx).await {
+                if let Err(e) = gauges_once(ctx).await {
                     tracing::warn!(error = %e, "cannot read the backlog for the gauges");
                 }
             }
+        }
+    }
+}
+
+async fn cron_loop(ctx: &SchedulerContext, shutdown: &CancellationToken) {
+    let mut cron = every(Duration::from_millis(ctx.config.scheduler.cron_interval_millis.max(100)));
+    let owner = format!("scheduler-{}", uuid::Uuid::now_v7().simple());
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = cron.tick() => {
+                if let Err(e) = cron::cron_once(ctx, &owner, chrono::Utc::now()).await {
+                    tracing::warn!(error = %e, "cron pass failed");
+                }
+            }
+        }
+    }
+}
+
+/// Retention, tenant deletions and the skill curator.
+async fn sweep_loop(ctx: &SchedulerContext, shutdown: &CancellationToken) {
+    let mut prune = every(Duration::from_secs(ctx.config.scheduler.prune_interval_seconds.max(1)));
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
             _ = prune.tick() => {
-                if let Err(e) = prune_once(&ctx).await {
+                if let Err(e) = prune_once(ctx).await {
                     tracing::warn!(error = %e, "retention sweep failed");
                 }
-                if let Err(e) = curate_once(&ctx, chrono::Utc::now()).await {
+                if let Err(e) = curate_once(ctx, chrono::Utc::now()).await {
                     tracing::warn!(error = %e, "curator pass failed");
                 }
             }
         }
     }
-    tracing::info!("scheduler stopped");
 }
