@@ -11,9 +11,7 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 deploy/dev/ensure-services.sh >/dev/null
 cargo build --release --locked -p hermes-loadtest --bin hermes-cron-bench
-db="hermes_cron_bench_$$"
-psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE $db"
-trap 'psql -h 127.0.0.1 -U postgres -d postgres -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)"' EXIT
+scratch_database hermes_cron_bench
 # Autovacuum may be off on a dev or CI Postgres (it is on this machine kind); a run updates every
 # job and ends a turn a run, so the hot tables are vacuumed every 30 s, as autovacuum would.
 if [[ $(psql -h 127.0.0.1 -U postgres -d postgres -Atc "SHOW autovacuum") == off ]]; then
@@ -22,10 +20,10 @@ if [[ $(psql -h 127.0.0.1 -U postgres -d postgres -Atc "SHOW autovacuum") == off
      psql -h 127.0.0.1 -U postgres -d "$db" -qc "VACUUM (ANALYZE) cron_jobs, cron_runs, turns, sessions" 2>/dev/null || exit 0
    done) &
   vacuum=$!
-  trap 'kill $vacuum 2>/dev/null; psql -h 127.0.0.1 -U postgres -d postgres -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)"' EXIT
+  trap 'kill $vacuum 2>/dev/null; drop_scratch_database' EXIT
 fi
 "${CARGO_TARGET_DIR:-$root/target}/release/hermes-cron-bench" \
-  --database-url "postgres://postgres@127.0.0.1:5432/$db" "$@"
+  --database-url "$db_url" "$@"
 ledger=$(psql -h 127.0.0.1 -U postgres -d "$db" -v ON_ERROR_STOP=1 -At <<'SQL'
 SELECT format('runs %s, slots %s, jobs %s, turns %s, completed %s', count(*), count(DISTINCT (r.job_id, r.scheduled_for)),
               (SELECT count(*) FROM cron_jobs), (SELECT count(*) FROM turns), count(*) FILTER (WHERE r.status = 'completed'))

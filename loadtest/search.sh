@@ -13,15 +13,9 @@ keep=0
 if [[ ${1:-} == --keep ]]; then keep=1; shift; fi
 deploy/dev/ensure-services.sh >/dev/null
 cargo build --release --locked -p hermes-loadtest --bin hermes-search-bench
-db="hermes_search_bench_$$"
-psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE $db"
-if [[ $keep == 1 ]]; then
-  echo "keeping the database $db"
-else
-  trap 'psql -h 127.0.0.1 -U postgres -d postgres -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)"' EXIT
-fi
+scratch_database hermes_search_bench
 "${CARGO_TARGET_DIR:-$root/target}/release/hermes-search-bench" \
-  --database-url "postgres://postgres@127.0.0.1:5432/$db" "$@"
+  --database-url "$db_url" "$@"
 psql -h 127.0.0.1 -U postgres -d "$db" -qc "VACUUM ANALYZE"
 echo
 psql -h 127.0.0.1 -U postgres -d "$db" -P footer=off <<'SQL'

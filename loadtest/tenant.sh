@@ -9,8 +9,6 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 deploy/dev/ensure-services.sh >/dev/null
 cargo build --release --locked -p hermes-loadtest --bin hermes-tenant-bench
-db="hermes_tenant_bench_$$"
-psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE $db"
-trap 'psql -h 127.0.0.1 -U postgres -d postgres -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)"' EXIT
+scratch_database hermes_tenant_bench
 "${CARGO_TARGET_DIR:-$root/target}/release/hermes-tenant-bench" \
-  --database-url "postgres://postgres@127.0.0.1:5432/$db" "$@"
+  --database-url "$db_url" "$@"
