@@ -16,6 +16,9 @@
 # Usage: loadtest/run.sh [--smoke] [--trace grpc|http/protobuf] [--against REV [--rounds N]
 #                        [--tolerance 0.05] [--fail-on-regression]] [hermes-loadtest flags]
 #   --smoke     a short run on the dev build (seconds): what .ci/run does; checks only errors.
+#   --split     the worker in a process of its own (`hermesd worker`, beside `hermesd api gateway
+#               scheduler`), so its memory and split are the worker's alone: how the 10,000
+#               waiting turns are measured (docs/PERFORMANCE.md). Not with the resume scenario.
 #   --trace     export every span over OTLP to a local sink (hermes-otlp-sink), to measure what
 #               tracing costs: compare with a run without it.
 #   --against   build REV in a worktree too, run the two builds in turn N rounds (default 2,
@@ -27,11 +30,12 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
-smoke=0 trace="" against="" rounds=2 tolerance=0.05 fail_on_regression=0
+smoke=0 split=0 trace="" against="" rounds=2 tolerance=0.05 fail_on_regression=0
 pass=()
 while (($#)); do
   case "$1" in
     --smoke) smoke=1 ;;
+    --split) split=1 ;;
     --trace) trace=${2:?--trace needs grpc or http/protobuf}; shift ;;
     --against) against=${2:?--against needs a commit}; shift ;;
     --rounds) rounds=${2:?--rounds needs a number}; shift ;;
@@ -126,17 +130,30 @@ if [[ -n "$trace" ]]; then
 fi
 
 log=${TMPDIR:-/tmp}/hermes-loadtest-hermesd.log
-"$bin/hermesd" all >"$log" 2>&1 &
-hermesd_pid=$!
-pids+=($hermesd_pid)
+ops_url=http://127.0.0.1:19090
+if ((split)); then
+  "$bin/hermesd" api gateway scheduler >"$log" 2>&1 &
+  pids+=($!)
+  worker_log=${TMPDIR:-/tmp}/hermes-loadtest-worker.log
+  HERMES__OPS__BIND=127.0.0.1:19091 "$bin/hermesd" worker >"$worker_log" 2>&1 &
+  hermesd_pid=$!
+  pids+=($hermesd_pid)
+  for _ in $(seq 300); do curl -fs http://127.0.0.1:19091/readyz >/dev/null && break; sleep 0.1; done
+  ops_url=http://127.0.0.1:19091
+else
+  "$bin/hermesd" all >"$log" 2>&1 &
+  hermesd_pid=$!
+  pids+=($hermesd_pid)
+fi
 for _ in $(seq 300); do curl -fs http://127.0.0.1:19090/readyz >/dev/null && break; sleep 0.1; done
 
 status=0
 # The resume scenario kills hermesd (SIGKILL) and starts it again; the new pid lands here.
 pid_file=${TMPDIR:-/tmp}/hermes-loadtest-hermesd.$$.pid
+restart=(--restart-bin "$bin/hermesd" --restart-log "$log" --restart-pid-file "$pid_file")
+((split)) && restart=()
 "$bin/hermes-loadtest" --url http://127.0.0.1:18080 --key "$key" --model bench --slow-model bench-slow \
-  --ops-url http://127.0.0.1:19090 --pid "$hermesd_pid" \
-  --restart-bin "$bin/hermesd" --restart-log "$log" --restart-pid-file "$pid_file" --slow-model-ms "$slow_ms" \
+  --ops-url "$ops_url" --pid "$hermesd_pid" "${restart[@]}" --slow-model-ms "$slow_ms" \
   "${flags[@]}" "${pass[@]}" || status=$?
 if [[ -s "$pid_file" ]]; then
   hermesd_pid=$(cat "$pid_file")
@@ -145,7 +162,12 @@ if [[ -s "$pid_file" ]]; then
   echo "hermesd all was killed and restarted by the resume scenario (now pid $hermesd_pid; log: $log)"
 else
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$hermesd_pid/status" 2>/dev/null || echo 0)
-  echo "hermesd all: VmHWM $((hwm / 1024)) MiB (log: $log)"
+  if ((split)); then
+    api_hwm=$(awk '/^VmHWM/ {print $2}' "/proc/${pids[-2]}/status" 2>/dev/null || echo 0)
+    echo "hermesd worker: VmHWM $((hwm / 1024)) MiB (log: $worker_log); hermesd api gateway scheduler: VmHWM $((api_hwm / 1024)) MiB (log: $log)"
+  else
+    echo "hermesd all: VmHWM $((hwm / 1024)) MiB (log: $log)"
+  fi
 fi
 if [[ -n "$trace" ]]; then
   # hermesd flushes its last spans when it stops; then the sink says what it got.

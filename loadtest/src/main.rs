@@ -81,6 +81,14 @@ struct Args {
     /// Turns at once in the in-flight scenario.
     #[arg(long, default_value_t = 2000)]
     in_flight: usize,
+    /// Seconds over which the in-flight scenario sends its turns (0: all at once). A burst of
+    /// 10,000 connections overflows any listen backlog; a ramp shorter than the model's
+    /// latency still has them all waiting together.
+    #[arg(long, default_value_t = 0.0)]
+    in_flight_ramp_seconds: f64,
+    /// How long a request may take before it counts as failed.
+    #[arg(long, default_value_t = 120)]
+    request_timeout_seconds: u64,
     /// Runs in flight when the resume scenario kills the server.
     #[arg(long, default_value_t = 20)]
     resume_runs: usize,
@@ -141,7 +149,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     let (Some(key), Some(model)) = (&args.key, &args.model) else {
         anyhow::bail!("--key and --model are needed to run");
     };
-    let target = Target::new(&args.url, key)?;
+    let target = Target::new(&args.url, key, Duration::from_secs(args.request_timeout_seconds))?;
     let mut bench =
         Bench::new(target, model.clone(), args.slow_model.clone(), args.ops_url.clone(), Rss::watch(args.pid));
     bench.warm_up(args.warmup).await;
@@ -156,7 +164,10 @@ async fn main() -> anyhow::Result<ExitCode> {
                     bench.clients(&format!("clients{c}"), c, args.seconds).await;
                 }
             }
-            Scenario::InFlight => bench.in_flight("in_flight", args.in_flight).await,
+            Scenario::InFlight => {
+                let ramp = Duration::from_secs_f64(args.in_flight_ramp_seconds.max(0.0));
+                bench.in_flight("in_flight", args.in_flight, ramp).await;
+            }
             // Last, whatever its place in the list: it replaces the server.
             Scenario::Resume => {}
         }

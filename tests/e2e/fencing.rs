@@ -101,9 +101,10 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
     assert!(matches!(finish, Err(StoreError::Fenced)), "{finish:?}");
     // A's model call was paid for: it is metered even though A's answer is refused.
     assert_eq!(env.store.tenancy().turn_model_calls(tenant, turn).await.unwrap(), vec![paid]);
+    let stale = hermes_store::HeldLease { tenant, turn, owner: "worker-a" };
     assert_eq!(
-        env.store.turns().extend_lease(tenant, turn, "worker-a", short).await.unwrap(),
-        hermes_store::LeaseState::Lost
+        env.store.system().extend_leases(&[stale], short).await.unwrap(),
+        vec![(turn, hermes_store::LeaseState::Lost)]
     );
     // A's stale finish stored nothing: not the answer, not the outcome.
     assert_eq!(

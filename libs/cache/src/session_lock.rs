@@ -11,7 +11,7 @@ use redis::Script;
 
 use hermes_core::SessionId;
 
-use crate::lease::{EXTEND, RELEASE};
+use crate::lease::RELEASE;
 use crate::{Cache, Engine, Result};
 
 const ACQUIRE: &str = r#"
@@ -21,6 +21,20 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return token
 end
 return 0
+"#;
+
+/// Extends each lock `KEYS[i]` whose value is still `ARGV[i + 1]` by `ARGV[1]` ms; one 1 or 0
+/// per key. A worker's heartbeat sends all its locks at once: one round trip a beat.
+const EXTEND_ALL: &str = r#"
+local extended = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[i + 1] then
+    extended[i] = redis.call('PEXPIRE', key, ARGV[1])
+  else
+    extended[i] = 0
+  end
+end
+return extended
 "#;
 
 /// Deletes the lock only while the owner it names still holds it: the value is that owner, a
@@ -76,7 +90,7 @@ pub struct LockGuard {
 
 /// Built once (making a script hashes it) and shared by every limiter and lock made from it.
 static ACQUIRE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE));
-static EXTEND_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND));
+static EXTEND_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_ALL));
 static RELEASE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE));
 static BREAK_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(BREAK));
 
@@ -120,22 +134,31 @@ impl SessionLocks {
 
     /// Extends a held lock; `false` when it was lost (expired and maybe re-taken).
     pub async fn extend(&self, guard: &LockGuard, ttl: Duration) -> Result<bool> {
-        let (lock, _) = self.keys(guard.session_id);
-        let done: i64 = match self.cache.engine() {
+        Ok(self.extend_all(std::slice::from_ref(guard), ttl).await?.first().copied().unwrap_or(false))
+    }
+
+    /// Extends held locks in one round trip: for each, `false` when it was lost.
+    pub async fn extend_all(&self, guards: &[LockGuard], ttl: Duration) -> Result<Vec<bool>> {
+        if guards.is_empty() {
+            return Ok(Vec::new());
+        }
+        let locks: Vec<String> = guards.iter().map(|g| self.keys(g.session_id).0).collect();
+        let extended: Vec<i64> = match self.cache.engine() {
             Engine::Redis(redis) => {
-                self.extend
-                    .key(&lock)
-                    .arg(&guard.owner_value)
-                    .arg(ttl_millis(ttl))
-                    .invoke_async(&mut redis.conn())
-                    .await?
+                let mut call = self.extend.prepare_invoke();
+                call.arg(ttl_millis(ttl));
+                for (lock, guard) in locks.iter().zip(guards) {
+                    call.key(lock).arg(&guard.owner_value);
+                }
+                call.invoke_async(&mut redis.conn()).await?
             }
             #[cfg(feature = "test-support")]
-            Engine::Memory(store) => {
-                store.run(|d| crate::lease::extend_in(d, &lock, &guard.owner_value, ttl_millis(ttl)))
-            }
+            Engine::Memory(store) => store.run(|d| {
+                let ms = ttl_millis(ttl);
+                locks.iter().zip(guards).map(|(lock, g)| crate::lease::extend_in(d, lock, &g.owner_value, ms)).collect()
+            }),
         };
-        Ok(done == 1)
+        Ok(extended.into_iter().map(|done| done == 1).collect())
     }
 
     /// Releases a held lock; a lock that is no longer ours is left alone.

@@ -123,7 +123,7 @@ pub use sessions::Session;
 pub use skill_usage::{CuratorChange, CuratorRules, SkillEvent, SkillUse};
 pub use skills::{NewSkill, SkillRecord, SkillScope, SyncReport, VisibleSkill};
 pub use spend::{SpendDecision, SpendRequest};
-pub use system::{Backlog, GoneScan, OrphanedTurn, OutboxItem, Presence, StrandedTurn};
+pub use system::{Backlog, GoneScan, HeldLease, OrphanedTurn, OutboxItem, Presence, StrandedTurn};
 pub use tenants::Tenant;
 pub use turn_inputs::TurnInputs;
 pub use turns::{ClaimedTurn, LeaseState, NewTurn, TurnStatus, TurnTarget};

@@ -57,6 +57,9 @@ pub enum LeaseState {
     Lost,
     /// Still ours, but the client asked to stop it.
     CancelRequested,
+    /// Still ours, but another statement held the turn's row (its finish, a cancellation):
+    /// not extended this time (`System::extend_leases`).
+    Busy,
 }
 
 impl Turns<'_> {
@@ -131,15 +134,6 @@ pub struct ClaimedTurn {
     pub session_settings: Value,
 }
 
-/// What extending a lease found: whether it was extended, and the turn's state.
-#[derive(sqlx::FromRow)]
-struct LeaseRow {
-    extended: i64,
-    /// `None` when the turn is gone.
-    status: Option<String>,
-    cancel: Option<bool>,
-}
-
 /// What the fenced finish found: whether the turn ended, and where its chat is.
 #[derive(sqlx::FromRow)]
 struct Finished {
@@ -203,38 +197,6 @@ impl Turns<'_> {
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(claimable.flatten().unwrap_or(false))
-    }
-
-    /// Extends `owner`'s lease on a running turn.
-    pub async fn extend_lease(
-        self,
-        tenant: TenantId,
-        turn: TurnId,
-        owner: &str,
-        lease: Duration,
-    ) -> Result<LeaseState> {
-        let row = sqlx::query_as::<_, LeaseRow>(
-            "WITH upd AS (
-                UPDATE turns SET lease_expires_at = now() + make_interval(secs => $4)
-                WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'running'
-                RETURNING 1
-             )
-             SELECT (SELECT count(*) FROM upd) AS extended,
-                    (SELECT status::text FROM turns WHERE tenant_id = $1 AND id = $2) AS status,
-                    (SELECT cancel_requested_at IS NOT NULL FROM turns WHERE tenant_id = $1 AND id = $2) AS cancel",
-        )
-        .bind(tenant.as_uuid())
-        .bind(turn.as_uuid())
-        .bind(owner)
-        .bind(lease.as_secs_f64())
-        .fetch_one(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        Ok(match (row.extended, row.status.as_deref().map(crate::rows::vocab::<TurnStatus>).transpose()?) {
-            (1.., _) if row.cancel == Some(true) => LeaseState::CancelRequested,
-            (1.., _) => LeaseState::Held,
-            (_, Some(s)) if s.is_final() => LeaseState::Ended,
-            _ => LeaseState::Lost,
-        })
     }
 
     /// Ends a running turn with `status` and `outcome`, if `owner` still holds its lease and

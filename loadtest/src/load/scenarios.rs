@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::load::report::{Better, Figures};
-use crate::load::server::{Rss, Scrape};
+use crate::load::server::{PeakGauge, Rss, Scrape};
 use crate::load::turns::{Kind, Target};
 
 /// What every scenario needs.
@@ -151,9 +151,10 @@ impl Bench {
         }
     }
 
-    /// `turns` turns at once against the slow agent: all must be in flight together, so the
-    /// wall time stays near one model call.
-    pub async fn in_flight(&mut self, name: &str, turns: usize) {
+    /// `turns` turns at once against the slow agent, sent evenly over `ramp`: all must be in
+    /// flight together, so the wall time stays near one model call plus the ramp. The worker's
+    /// peak of running turns (`hermes_worker_turns_running`) says whether they were.
+    pub async fn in_flight(&mut self, name: &str, turns: usize, ramp: Duration) {
         let Some(agent) = self.slow_agent.clone() else {
             self.errors.push(format!("{name}: no slow agent (--slow-model)"));
             return;
@@ -161,11 +162,16 @@ impl Bench {
         let first = self.numbers(turns);
         let before = self.scrape().await;
         self.rss.take_peak_mib();
+        let peak = PeakGauge::watch(&self.target.client, self.ops_url.as_deref(), "hermes_worker_turns_running");
         let started = Instant::now();
-        let tasks: Vec<_> = (first..first + turns as u64)
-            .map(|n| {
+        let tasks: Vec<_> = (0..turns as u64)
+            .map(|i| {
                 let (target, agent) = (self.target.clone(), agent.clone());
-                tokio::spawn(async move { target.turn(&agent, Kind::Plain, n, None).await })
+                let at = tokio::time::Instant::now() + ramp.mul_f64(i as f64 / turns as f64);
+                tokio::spawn(async move {
+                    tokio::time::sleep_until(at).await;
+                    target.turn(&agent, Kind::Plain, first + i, None).await
+                })
             })
             .collect();
         let mut took = Vec::with_capacity(turns);
@@ -177,6 +183,10 @@ impl Bench {
             }
         }
         let wall = started.elapsed();
+        if let Some(peak) = peak.stop() {
+            println!("{name}: the worker ran at most {peak:.0} turns at once");
+            self.figures.add(&format!("{name}.peak_running"), peak, Better::Higher);
+        }
         self.figures.add(&format!("{name}.completed"), took.len() as f64, Better::Higher);
         self.figures.add(&format!("{name}.wall_s"), wall.as_secs_f64(), Better::Lower);
         self.report(name, Samples { took, wall }, &before).await;

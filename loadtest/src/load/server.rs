@@ -67,6 +67,46 @@ fn label<'a>(name: &'a str, key: &str) -> Option<&'a str> {
     Some(&name[start..start + len])
 }
 
+/// The largest value a gauge on the ops port's `/metrics` showed, sampled every 500 ms until
+/// [`PeakGauge::stop`].
+pub struct PeakGauge {
+    peak: Arc<AtomicU64>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl PeakGauge {
+    pub fn watch(client: &reqwest::Client, ops_url: Option<&str>, name: &'static str) -> Self {
+        let peak = Arc::new(AtomicU64::new(0));
+        let task = ops_url.map(|url| {
+            let (client, url, seen) = (client.clone(), format!("{url}/metrics"), peak.clone());
+            tokio::spawn(async move {
+                loop {
+                    if let Ok(resp) = client.get(&url).send().await
+                        && let Ok(text) = resp.text().await
+                        && let Some(value) = gauge_value(&text, name)
+                    {
+                        seen.fetch_max(value.max(0.0).round() as u64, Ordering::Relaxed);
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            })
+        });
+        Self { peak, task }
+    }
+
+    /// The peak, `None` when the gauge was never seen.
+    pub fn stop(self) -> Option<f64> {
+        let task = self.task?;
+        task.abort();
+        let peak = self.peak.load(Ordering::Relaxed);
+        (peak > 0).then_some(peak as f64)
+    }
+}
+
+fn gauge_value(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
 /// Samples a process's resident memory every 100 ms while alive; `peak` is the largest seen
 /// since the last `reset`.
 #[derive(Clone, Default)]
@@ -108,6 +148,13 @@ fn vm_rss_kib(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gauge_is_read_by_its_exact_name() {
+        let text = "hermes_worker_turns_running_total 9\nhermes_worker_turns_running 4212\n";
+        assert_eq!(gauge_value(text, "hermes_worker_turns_running"), Some(4212.0));
+        assert_eq!(gauge_value("other 1\n", "hermes_worker_turns_running"), None);
+    }
 
     #[test]
     fn a_scenario_split_is_the_difference_of_two_scrapes_per_turn() {

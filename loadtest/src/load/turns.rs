@@ -33,12 +33,9 @@ pub struct Done {
 }
 
 impl Target {
-    pub fn new(url: &str, key: &str) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(4096)
-            .tcp_nodelay(true)
-            .timeout(Duration::from_secs(120))
-            .build()?;
+    pub fn new(url: &str, key: &str, timeout: Duration) -> anyhow::Result<Self> {
+        let client =
+            reqwest::Client::builder().pool_max_idle_per_host(4096).tcp_nodelay(true).timeout(timeout).build()?;
         Ok(Self { client, url: url.trim_end_matches('/').to_owned(), key: key.to_owned() })
     }
 

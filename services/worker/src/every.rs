@@ -15,7 +15,10 @@ pub(crate) struct Every {
 
 impl Every {
     pub fn new(period: Duration, shutdown: CancellationToken) -> Self {
-        Self { tick: tokio::time::interval(period), shutdown }
+        let mut tick = tokio::time::interval(period);
+        // A late round is not made up for with a burst of them.
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Self { tick, shutdown }
     }
 
     /// Waits for the next round: `false` once the worker shuts down.

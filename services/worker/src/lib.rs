@@ -15,6 +15,7 @@ mod egress;
 mod events;
 mod every;
 mod goals;
+mod heartbeat;
 mod held;
 mod inbox;
 mod journal;
@@ -85,8 +86,9 @@ pub(crate) struct Runtime {
     pub draining: CancellationToken,
     /// Cancelled when draining took too long: running turns hand their lease back.
     pub abandon: CancellationToken,
-    /// Turns running here, by id, so a cancellation reaches the one it names.
-    pub running: std::sync::Mutex<std::collections::HashMap<hermes_core::TurnId, CancellationToken>>,
+    /// Turns running here, by id: the heartbeat keeps their leases, a cancellation reaches the
+    /// one it names.
+    pub running: heartbeat::Running,
     /// What the models of every turn here are built with.
     pub models: Arc<models::ModelDeps>,
     /// What the tools of every turn here are made from.
@@ -130,6 +132,9 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         toolkit,
     });
     listen_for_cancellations(&rt, &shutdown);
+    // One heartbeat for all the turns, until the last has drained.
+    let beats = CancellationToken::new();
+    hermes_telemetry::tasks::spawn("worker_heartbeat", heartbeat::keep_beating(rt.clone(), beats.clone()));
     // Background reviews, one at a time beside the turns.
     hermes_telemetry::tasks::spawn("worker_reviews", review::run_reviews(rt.clone(), shutdown.clone()));
     // Watched background processes, polled beside the turns.
@@ -145,6 +150,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     consumer.cancel().await;
     drain(&rt, tasks).await;
     // Only now: a draining worker's turns are still its own.
+    beats.cancel();
     presence.cancel();
     tracing::info!("worker stopped");
     outcome
@@ -187,10 +193,8 @@ fn listen_for_cancellations(rt: &Arc<Runtime>, shutdown: &CancellationToken) {
     let listener = rt.clone();
     hermes_telemetry::tasks::spawn("worker_turn", async move {
         while let Some(turn) = cancels.recv().await {
-            let token = listener.running.lock().ok().and_then(|m| m.get(&turn).cloned());
-            if let Some(token) = token {
+            if listener.running.cancel(turn) {
                 tracing::info!(turn.id = %turn, "cancellation received");
-                token.cancel();
             }
         }
     });

@@ -56,6 +56,13 @@ async fn a_session_lock_is_exclusive_and_each_holding_gets_a_higher_token(cache:
         locks.try_acquire(session, "w3", LONG).await.unwrap().is_none(),
         "a stale holder's release leaves the new holder's lock alone"
     );
+    // A heartbeat extends all its locks at once and learns which it lost.
+    let other = locks.try_acquire(SessionId::new(), "w1", SHORT).await.unwrap().expect("a free lock is taken");
+    let beat = locks.extend_all(&[first.clone(), other.clone(), second.clone()], LONG).await.unwrap();
+    assert_eq!(beat, vec![false, true, true], "only the stale holding is refused, in the order asked");
+    tokio::time::sleep(SHORT + Duration::from_millis(300)).await;
+    assert!(locks.try_acquire(other.session_id, "w2", LONG).await.unwrap().is_none(), "extended past its short ttl");
+    assert!(locks.extend_all(&[], LONG).await.unwrap().is_empty());
 }
 
 async fn a_lapsed_session_lock_goes_to_the_next_worker_with_a_higher_token(cache: Cache) {

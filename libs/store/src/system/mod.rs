@@ -9,6 +9,9 @@
 //!   whose turn it held. [`presence`] tells the reaper which workers died: it tries the
 //!   presence lock of every worker holding a running turn ([`gone_workers`]) and hands a gone
 //!   worker's turns on ([`release_turns_of_gone_workers`]).
+//! - [`leases`]: a worker's heartbeat extends the leases of all the turns it runs, of every
+//!   tenant, in one statement ([`extend_leases`]); each lease is named by tenant, turn and the
+//!   owner only that worker knows.
 //! - [`outbox`]: gateway pods deliver every tenant's replies ([`claim_outbox`]) and settle a
 //!   claimed reply by its id (`outbox_part_sent`, `outbox_sent`, `outbox_retry`, ...), the id
 //!   coming from their own claim.
@@ -58,6 +61,7 @@
 //! [`reap_stranded_turns`]: crate::views::System::reap_stranded_turns
 //! [`expire_interactions`]: crate::views::System::expire_interactions
 //! [`gone_workers`]: crate::views::System::gone_workers
+//! [`extend_leases`]: crate::views::System::extend_leases
 //! [`release_turns_of_gone_workers`]: crate::views::System::release_turns_of_gone_workers
 //! [`claim_outbox`]: crate::views::System::claim_outbox
 //! [`gateway_channel`]: crate::views::System::gateway_channel
@@ -90,6 +94,7 @@ pub mod data_retention;
 pub mod egress_authority;
 pub mod event_deliveries;
 pub mod gauges;
+pub mod leases;
 pub mod outbox;
 pub mod presence;
 pub mod process_watches;
@@ -99,6 +104,7 @@ pub mod turns;
 pub mod webhooks;
 
 pub use gauges::{Backlog, WorkerAtWork};
+pub use leases::HeldLease;
 pub use outbox::OutboxItem;
 pub use presence::{GoneScan, OrphanedTurn, Presence};
 pub use turns::StrandedTurn;

@@ -4,11 +4,24 @@
 use std::time::{Duration, Instant};
 
 use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
-use hermes_store::{ClaimedTurn, NewAgent, NewTurn, Park, SecretBox, Store, TurnTarget};
+use hermes_store::{ClaimedTurn, HeldLease, LeaseState, NewAgent, NewTurn, Park, SecretBox, Store, TurnTarget};
 use sqlx::PgPool;
 
 /// A lease long enough that it never runs out during a test.
 pub const LEASE: Duration = Duration::from_secs(600);
+
+/// What a worker's heartbeat finds for one lease (the batch of one).
+pub async fn extend_lease(
+    store: &Store,
+    tenant: TenantId,
+    turn: TurnId,
+    owner: &str,
+) -> hermes_store::Result<LeaseState> {
+    let found = store.system().extend_leases(&[HeldLease { tenant, turn, owner }], LEASE).await?;
+    assert_eq!(found.len(), 1, "one answer per lease");
+    assert_eq!(found[0].0, turn, "the answer names its turn");
+    Ok(found[0].1)
+}
 
 /// A tenant with one agent and one empty session.
 pub struct Tenant {
@@ -54,6 +67,11 @@ pub async fn tenant(store: &Store, name: &str) -> Tenant {
         .await
         .unwrap();
     Tenant { id, agent, session }
+}
+
+/// Another empty session of `t`'s agent.
+pub async fn tenant_session(store: &Store, t: &Tenant) -> SessionId {
+    store.conversations().create_session(t.id, t.agent, hermes_core::SessionSource::Api, "user-2", None).await.unwrap()
 }
 
 /// Tenant acme (see [`tenant`]) on `pool` with "hello" queued in its session.

@@ -62,7 +62,7 @@ async fn a_worker_fenced_out_by_a_newer_claim_writes_nothing(pool: PgPool) {
     fenced("park_turn", store.turns().park_turn(t.id, t.session, turn, "worker-old", old.fence, &park).await);
     let body = [(None, ChatMessage::user("summary"))];
     fenced("fork_compacted", store.conversations().fork_compacted(t.id, t.session, old.fence, turn, "p", &body).await);
-    assert_eq!(store.turns().extend_lease(t.id, turn, "worker-old", common::LEASE).await.unwrap(), LeaseState::Lost);
+    assert_eq!(common::extend_lease(&store, t.id, turn, "worker-old").await.unwrap(), LeaseState::Lost);
     assert!(
         !store.turns().release_turn(t.id, turn, "worker-old").await.unwrap(),
         "the old worker cannot hand the turn back"
@@ -77,7 +77,7 @@ async fn a_worker_fenced_out_by_a_newer_claim_writes_nothing(pool: PgPool) {
         1,
         "no compacted child session"
     );
-    assert_eq!(store.turns().extend_lease(t.id, turn, "worker-new", common::LEASE).await.unwrap(), LeaseState::Held);
+    assert_eq!(common::extend_lease(&store, t.id, turn, "worker-new").await.unwrap(), LeaseState::Held);
 
     // The new owner writes on.
     let answer = ChatMessage::assistant("the answer");

@@ -26,6 +26,7 @@ mod enqueue;
 mod events;
 mod fairness;
 mod fencing;
+mod heartbeat;
 mod idempotent;
 mod media_spend;
 mod outbox_shapes;

@@ -1,16 +1,14 @@
-//! A turn's run: the agent loop over its plan, and around the whole turn a heartbeat that keeps
-//! the lease and the session lock alive and reacts to a cancellation, a drain that took too
+//! A turn's run: the agent loop over its plan, and around the whole turn what stops it: a
+//! cancellation, a lost lease (both found by the worker's heartbeat), a drain that took too
 //! long, or (for an unattended run) too long without activity.
 
 use std::future::Future;
-use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use hermes_agent::{Turn, TurnEnd};
 use hermes_cache::LockGuard;
-use hermes_core::{ErrorCode, TurnId};
-use hermes_store::LeaseState;
+use hermes_core::{ErrorCode, TenantId, TurnId};
 
 use super::claim::{Claim, Ran};
 use super::outcome::failed;
@@ -19,30 +17,28 @@ use crate::Runtime;
 use crate::events::{EventPublisher, until_inactive};
 use crate::journal::StoreJournal;
 
-/// Runs `work` (the whole turn) with heartbeats on the lease and the session lock. Returns
-/// `false` when the worker should stop working on this session (draining, the lease was lost,
-/// or the session was taken over).
+/// Runs `work` (the whole turn) while the worker's heartbeat (`crate::heartbeat`) keeps its
+/// lease and session lock. Returns `false` when the worker should stop working on this
+/// session (draining, the lease was lost, or the session was taken over).
 ///
-/// The heartbeat is a future polled beside `work`, never a `select!` arm's body: a body runs
-/// alone, and one waiting for a database connection while `work` (suspended) holds another is
-/// a pool deadlock once every turn of a busy worker does it. For the same reason `work` is
-/// dropped before any clean-up touches the database.
+/// `work` is dropped before any clean-up touches the database: a suspended `work` may hold a
+/// connection, and a clean-up waiting for another beside it is a pool deadlock once every turn
+/// of a busy worker does it.
 pub(super) async fn supervise(
     claim: Claim<'_>,
     guard: &LockGuard,
     span: &tracing::Span,
     work: impl Future<Output = Ran>,
 ) -> bool {
-    let Claim { rt, turn, .. } = claim;
+    let Claim { rt, turn, tenant, owner } = claim;
     let cancel = CancellationToken::new();
-    let _registered = Registered::new(rt, turn.turn_id, &cancel);
+    // The worker's one heartbeat extends this turn's lease and lock from now on.
+    let registered = Registered::new(rt, turn.turn_id, &cancel, (tenant, owner, guard));
     let mut work = Box::pin(work);
-    let beats = heartbeats(claim, guard, span, &cancel);
-    tokio::pin!(beats);
     let ended = tokio::select! {
         ran = &mut work => return matches!(ran, Ran::Done),
         () = cancel.cancelled() => Ended::Cancelled,
-        () = &mut beats => Ended::LeaseLost,
+        () = registered.lost.cancelled() => Ended::LeaseLost,
         () = rt.abandon.cancelled() => Ended::Abandoned,
     };
     // Dropping `work` stops the model call or tool at once; nothing partial is stored.
@@ -68,54 +64,30 @@ enum Ended {
     Abandoned,
 }
 
-/// Extends the lease and the session lock every `worker.heartbeat_millis`, and cancels the
-/// turn when someone asked to; returns when the lease is lost.
-async fn heartbeats(claim: Claim<'_>, guard: &LockGuard, span: &tracing::Span, cancel: &CancellationToken) {
-    let Claim { rt, tenant, owner, turn } = claim;
-    let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
-    let locks = rt.ctx.cache.session_locks();
-    // First beat one period from now (an immediate first tick would wait for the timer wheel).
-    let period = Duration::from_millis(rt.ctx.config.worker.heartbeat_millis);
-    let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    loop {
-        heartbeat.tick().await;
-        // Boxed: this future waits beside every turn, its I/O states are brief.
-        match Box::pin(rt.ctx.store.turns().extend_lease(tenant, turn.turn_id, owner, lease)).await {
-            Ok(LeaseState::Held | LeaseState::Ended) => {}
-            Ok(LeaseState::CancelRequested) => cancel.cancel(),
-            Ok(LeaseState::Lost) => {
-                tracing::warn!(parent: span, "turn lease lost; stopping");
-                return;
-            }
-            Err(e) => tracing::warn!(parent: span, error = %e, "cannot extend the turn lease"),
-        }
-        if let Ok(false) = Box::pin(locks.extend(guard, lease)).await {
-            tracing::warn!(parent: span, "session lock lost; fenced writes will tell");
-        }
-    }
-}
-
-/// Lists a turn in the running registry (so a cancellation reaches it) while its run lasts,
-/// however it ends.
+/// Lists a turn among those running here (so the heartbeat keeps its lease and a
+/// cancellation reaches it) while its run lasts, however it ends.
 struct Registered<'a> {
     rt: &'a Runtime,
     turn: TurnId,
+    /// Cancelled when the heartbeat finds the lease lost.
+    lost: CancellationToken,
 }
 
 impl<'a> Registered<'a> {
-    fn new(rt: &'a Runtime, turn: TurnId, cancel: &CancellationToken) -> Self {
-        if let Ok(mut running) = rt.running.lock() {
-            running.insert(turn, cancel.clone());
-        }
-        Self { rt, turn }
+    fn new(
+        rt: &'a Runtime,
+        turn: TurnId,
+        cancel: &CancellationToken,
+        (tenant, owner, guard): (TenantId, &str, &LockGuard),
+    ) -> Self {
+        let lost = rt.running.insert(turn, tenant, owner, guard, cancel);
+        Self { rt, turn, lost }
     }
 }
 
 impl Drop for Registered<'_> {
     fn drop(&mut self) {
-        if let Ok(mut running) = self.rt.running.lock() {
-            running.remove(&self.turn);
-        }
+        self.rt.running.remove(self.turn);
     }
 }
 

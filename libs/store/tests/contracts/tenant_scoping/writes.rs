@@ -88,7 +88,7 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
         "fork_compacted",
         s.conversations().fork_compacted(b, run.session, run.fence, run.turn, "prompt", &body).await,
     );
-    c.nothing("extend_lease", s.turns().extend_lease(b, run.turn, &run.owner, common::LEASE).await);
+    c.nothing("extend_leases", common::extend_lease(s, b, run.turn, &run.owner).await);
     c.nothing("release_turn", s.turns().release_turn(b, run.turn, &run.owner).await);
 
     c.not_found(
