@@ -47,6 +47,7 @@ while (($#)); do
 done
 
 if [[ -n "$against" ]]; then
+  ((split)) && pass=(--split "${pass[@]}")
   exec loadtest/paired.sh "$against" "$rounds" "$tolerance" "$fail_on_regression" "$smoke" "${pass[@]}"
 fi
 

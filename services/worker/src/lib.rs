@@ -89,6 +89,12 @@ pub(crate) struct Runtime {
     /// Turns running here, by id: the heartbeat keeps their leases, a cancellation reaches the
     /// one it names.
     pub running: heartbeat::Running,
+    /// Turns taking their session lock and claim at once: as many as the database pool has
+    /// connections. Under a burst (10,000 deliveries at once) the rest wait here, cheaply,
+    /// instead of all queueing for the pool until its timeout: then claims failed, turns were
+    /// handed back and tried again, and session locks ran out before their claims. (Planning
+    /// is not held here: it may wait on a cron script or an MCP server.)
+    pub starts: tokio::sync::Semaphore,
     /// What the models of every turn here are built with.
     pub models: Arc<models::ModelDeps>,
     /// What the tools of every turn here are made from.
@@ -129,6 +135,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         draining: shutdown.clone(),
         abandon: CancellationToken::new(),
         running: Default::default(),
+        starts: tokio::sync::Semaphore::new(cfg.database.max_connections as usize),
         toolkit,
     });
     listen_for_cancellations(&rt, &shutdown);

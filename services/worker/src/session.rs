@@ -45,6 +45,8 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
             return;
         }
         let claiming = Instant::now();
+        // A turn starts (lock, claim) only with a start slot: see `Runtime::starts`.
+        let start = rt.starts.acquire().await.ok();
         // The brief I/O around the turn runs boxed (see `turn::execute`).
         let locked = Box::pin(lock_session(&locks, &work, &owner, lease, &mut delivery, &span)).await;
         let Some(guard) = locked else { return };
@@ -53,7 +55,7 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
             // critical path.
             hermes_telemetry::tasks::spawn("worker_ack", async move { d.ack().await });
         }
-        let keep_going = run_next_turn(&rt, &work, &owner, &guard, claiming, &span).await;
+        let keep_going = run_next_turn(&rt, &work, &owner, &guard, (claiming, start), &span).await;
         if let Err(e) = Box::pin(locks.release(&guard)).await {
             tracing::warn!(parent: &span, error = %e, "cannot release the session lock (it will expire)");
         }
@@ -108,14 +110,16 @@ async fn run_next_turn(
     work: &SessionWork,
     owner: &str,
     guard: &LockGuard,
-    claiming: Instant,
+    (claiming, start): (Instant, Option<tokio::sync::SemaphorePermit<'_>>),
     span: &tracing::Span,
 ) -> bool {
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     // The turn's inputs come on the claim's connection (one checkout, not two).
     let claimed =
-        Box::pin(rt.ctx.store.turns().claim_with_inputs(work.tenant_id, work.session_id, owner, lease, guard.token));
-    match claimed.await {
+        Box::pin(rt.ctx.store.turns().claim_with_inputs(work.tenant_id, work.session_id, owner, lease, guard.token))
+            .await;
+    drop(start);
+    match claimed {
         Ok(Some(ClaimedWithInputs { turn, inputs })) => {
             Phase::Claim.record(claiming.elapsed());
             run_claimed_turn(rt, work.tenant_id, owner, turn, inputs.map(Box::new), guard, span).await
