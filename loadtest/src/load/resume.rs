@@ -75,7 +75,8 @@ impl Bench {
         let killed = Instant::now();
         let killed_at = chrono::Utc::now();
         kill(restart.pid)?;
-        wait_gone(restart.pid).await?;
+        let ports = [self.target.url.as_str(), self.ops_url.as_deref().unwrap_or_default()];
+        wait_gone(restart.pid, &ports).await?;
         restart.pid = start_again(restart)?;
         wait_ready(&self.target.client, self.ops_url.as_deref()).await;
         rounds.ready.push(killed.elapsed());
@@ -180,22 +181,43 @@ fn kill(pid: u32) -> anyhow::Result<()> {
 }
 
 /// Whether `pid` still runs (a zombie has already closed its sockets: it counts as gone).
+/// Whether any thread of `pid` is still alive. The group's first thread turns zombie as soon
+/// as it exits, while the others, and the sockets they share, may outlive it.
 fn process_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
-        .unwrap_or(false)
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    threads.flatten().any(|thread| {
+        std::fs::read_to_string(thread.path().join("stat"))
+            .ok()
+            .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| !rest.starts_with(['Z', 'X'])))
+            .unwrap_or(false)
+    })
 }
 
 /// SIGKILL is delivered asynchronously: until the process is gone its listening sockets hold
-/// the ports, and a server started at once fails to bind them.
-async fn wait_gone(pid: u32) -> anyhow::Result<()> {
+/// the ports, and a server started at once fails to bind them. So: every thread gone, and each
+/// of `urls`' ports free to bind again (as the server binds, with SO_REUSEADDR).
+async fn wait_gone(pid: u32, urls: &[&str]) -> anyhow::Result<()> {
     let started = Instant::now();
     while process_alive(pid) {
         ensure!(started.elapsed() < EXIT_WAIT, "pid {pid} still alive {} s after SIGKILL", EXIT_WAIT.as_secs());
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    for url in urls {
+        let Some(addr) = reqwest::Url::parse(url).ok().and_then(|u| u.socket_addrs(|| None).ok()?.into_iter().next())
+        else {
+            continue;
+        };
+        while !port_free(addr) {
+            ensure!(started.elapsed() < EXIT_WAIT, "{addr} still bound {} s after SIGKILL", EXIT_WAIT.as_secs());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
     Ok(())
+}
+
+fn port_free(addr: std::net::SocketAddr) -> bool {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4() } else { tokio::net::TcpSocket::new_v6() };
+    socket.and_then(|s| s.set_reuseaddr(true).and_then(|()| s.bind(addr))).is_ok()
 }
 
 fn start_again(restart: &Restart) -> anyhow::Result<u32> {
