@@ -37,16 +37,16 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
     let owner = format!("{}/{}", rt.lease_prefix, &nonce[nonce.len() - 8..]);
     let mut delivery = Some(delivery);
     loop {
+        let claiming = Instant::now();
+        // A turn starts (lock, claim) only with a start slot: see `Runtime::starts`.
+        let start = rt.starts.acquire().await.ok();
         if rt.draining.is_cancelled() {
-            // Shutting down: leave the work to another worker.
+            // Shutting down (maybe while waiting for the slot): leave the work to another worker.
             if let Some(d) = delivery.take() {
                 d.requeue().await;
             }
             return;
         }
-        let claiming = Instant::now();
-        // A turn starts (lock, claim) only with a start slot: see `Runtime::starts`.
-        let start = rt.starts.acquire().await.ok();
         // The brief I/O around the turn runs boxed (see `turn::execute`).
         let locked = Box::pin(lock_session(&locks, &work, &owner, lease, &mut delivery, &span)).await;
         let Some(guard) = locked else { return };
