@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use hermes_cache::LockGuard;
@@ -19,6 +20,8 @@ use crate::every::Every;
 
 /// Leases and locks extended by one statement and one Redis call.
 const BATCH: usize = 1_000;
+/// Batches under way at once: the system pool has a quarter of the connections.
+const BATCHES_AT_ONCE: usize = 4;
 
 /// Turns running here, by id: for the heartbeat, and so a cancellation reaches the one it names.
 #[derive(Default)]
@@ -37,8 +40,9 @@ struct Beating {
 }
 
 impl Running {
-    /// Lists `turn` until [`Running::remove`]; the returned token is cancelled when its lease
-    /// is lost.
+    /// Lists `turn` under `owner` until [`Running::remove`]; the returned token is cancelled
+    /// when its lease is lost. An earlier attempt of the same turn still listed here lost its
+    /// lease to this one (its lease ran out and the turn was claimed again): it is told so.
     pub fn insert(
         &self,
         turn: TurnId,
@@ -51,15 +55,20 @@ impl Running {
         let beating =
             Beating { tenant, owner: owner.into(), lock: lock.clone(), cancel: cancel.clone(), lost: lost.clone() };
         if let Ok(mut turns) = self.turns.lock() {
-            turns.insert(turn, beating);
+            if let Some(earlier) = turns.insert(turn, beating) {
+                earlier.lost.cancel();
+            }
             gauge(turns.len());
         }
         lost
     }
 
-    pub fn remove(&self, turn: TurnId) {
+    /// Unlists `turn`, if `owner`'s attempt is the one listed (a later attempt stays).
+    pub fn remove(&self, turn: TurnId, owner: &str) {
         if let Ok(mut turns) = self.turns.lock() {
-            turns.remove(&turn);
+            if turns.get(&turn).is_some_and(|b| &*b.owner == owner) {
+                turns.remove(&turn);
+            }
             gauge(turns.len());
         }
     }
@@ -88,9 +97,18 @@ pub(crate) async fn keep_beating(rt: Arc<Runtime>, stop: CancellationToken) {
     let mut rounds = Every::new(period, stop);
     while rounds.next().await {
         let running = rt.running.snapshot();
-        // The batches side by side: a beat must end well within the lease even when the
-        // database is slow.
-        futures_util::future::join_all(running.chunks(BATCH).map(|batch| beat(&rt, batch, lease))).await;
+        // A few batches side by side (the system pool is small and shared), each given one
+        // period: a slow one is tried again next beat, well within the lease, and never holds
+        // the others' next beat back.
+        let beats = futures_util::stream::iter(running.chunks(BATCH)).for_each_concurrent(BATCHES_AT_ONCE, |batch| {
+            let rt = &rt;
+            async move {
+                if tokio::time::timeout(period, beat(rt, batch, lease)).await.is_err() {
+                    tracing::warn!(turns = batch.len(), "a heartbeat batch took longer than its period");
+                }
+            }
+        });
+        beats.await;
     }
 }
 
@@ -146,8 +164,26 @@ mod tests {
         assert!(!cancel.is_cancelled());
         assert!(running.cancel(turn));
         assert!(cancel.is_cancelled() && !lost.is_cancelled(), "a stop is not a lost lease");
-        running.remove(turn);
+        running.remove(turn, "w/1");
         assert!(!running.cancel(turn), "an ended turn is no longer listed");
         assert!(running.snapshot().is_empty(), "nor beaten for");
+    }
+
+    #[tokio::test]
+    async fn a_turn_claimed_again_here_stops_its_earlier_attempt_and_keeps_its_own_listing() {
+        let running = Running::default();
+        let (turn, tenant) = (TurnId::new(), TenantId::mint());
+        let locks = hermes_cache::Cache::in_memory().session_locks();
+        let lock =
+            locks.try_acquire(hermes_core::SessionId::new(), "w", Duration::from_secs(9)).await.unwrap().unwrap();
+        let (first_cancel, second_cancel) = (CancellationToken::new(), CancellationToken::new());
+        let first = running.insert(turn, tenant, "w/first", &lock, &first_cancel);
+        let second = running.insert(turn, tenant, "w/second", &lock, &second_cancel);
+        assert!(first.is_cancelled(), "the earlier attempt lost its lease to the later one");
+        assert!(!second.is_cancelled());
+        running.remove(turn, "w/first");
+        assert!(running.cancel(turn), "the earlier attempt's end leaves the later one listed");
+        assert!(second_cancel.is_cancelled() && !first_cancel.is_cancelled());
+        assert_eq!(running.snapshot().len(), 1, "and beaten for");
     }
 }

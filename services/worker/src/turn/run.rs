@@ -69,6 +69,7 @@ enum Ended {
 struct Registered<'a> {
     rt: &'a Runtime,
     turn: TurnId,
+    owner: &'a str,
     /// Cancelled when the heartbeat finds the lease lost.
     lost: CancellationToken,
 }
@@ -78,16 +79,16 @@ impl<'a> Registered<'a> {
         rt: &'a Runtime,
         turn: TurnId,
         cancel: &CancellationToken,
-        (tenant, owner, guard): (TenantId, &str, &LockGuard),
+        (tenant, owner, guard): (TenantId, &'a str, &LockGuard),
     ) -> Self {
         let lost = rt.running.insert(turn, tenant, owner, guard, cancel);
-        Self { rt, turn, lost }
+        Self { rt, turn, owner, lost }
     }
 }
 
 impl Drop for Registered<'_> {
     fn drop(&mut self) {
-        self.rt.running.remove(self.turn);
+        self.rt.running.remove(self.turn, self.owner);
     }
 }
 
