@@ -269,6 +269,62 @@ async fn a_polled_bot_answers_once_per_update_and_another_pod_takes_over_when_it
     env.stop().await;
 }
 
+#[tokio::test]
+async fn pods_share_the_bots_and_a_killed_pods_share_is_taken_over() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    let mut leases = Vec::new();
+    for i in 0..4 {
+        let token = format!("{i}:share");
+        tg.add_bot(&token, &format!("Share{i}Bot"));
+        let bot = NewChannel {
+            api_base: tg.base_url(),
+            credentials: json!({ "token": token }),
+            bot_identity: format!("share-{i}"),
+            dm_policy: "open".parse().unwrap(),
+            ..crate::harness::unreachable_telegram_bot(agent.id)
+        };
+        leases.push(format!("telegram:{}", env.add_channel(tenant, bot).await.id));
+    }
+    let cache = hermes_cache::Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap();
+    let holders = async || {
+        let mut holders = Vec::new();
+        for lease in &leases {
+            holders.push(cache.leases().holder(lease).await.unwrap());
+        }
+        holders
+    };
+
+    // A alone serves every bot; when B joins, A gives half back and B takes it up.
+    let pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
+    poll_until(async || holders().await.iter().all(Option::is_some).then_some(())).await.expect("A serves them all");
+    let pod_b = Pod::start(&env).await;
+    let b = Some(pod_b.gw.owner.clone());
+    let shared = poll_until(async || {
+        let now = holders().await;
+        (now.iter().filter(|h| **h == b).count() == 2 && now.iter().all(Option::is_some)).then_some(now)
+    })
+    .await;
+    assert!(shared.is_some(), "each pod serves two bots: {:?}", holders().await);
+
+    // A dies without a goodbye: once its leases lapse, B serves all four, and what the
+    // users wrote meanwhile is taken in, once each.
+    kill(pod_a);
+    for i in 0..4 {
+        tg.user_says(&format!("{i}:share"), 42, "anyone there?");
+    }
+    let all_b = poll_until(async || {
+        let confirmed = (0..4).all(|i| tg.unconfirmed(&format!("{i}:share")) == 0);
+        (confirmed && holders().await.iter().all(|h| *h == b)).then_some(())
+    })
+    .await;
+    assert!(all_b.is_some(), "B serves every bot: {:?}", holders().await);
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 4, "one turn for each message");
+    pod_b.stop.cancel();
+    env.stop().await;
+}
+
 async fn env_channel(env: &TestEnv) -> uuid::Uuid {
     sqlx::query_scalar("SELECT id FROM channels").fetch_one(&env.db).await.unwrap()
 }

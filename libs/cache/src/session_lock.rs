@@ -11,7 +11,7 @@ use redis::Script;
 
 use hermes_core::SessionId;
 
-use crate::lease::RELEASE;
+use crate::lease::{EXTEND_SCRIPT, RELEASE};
 use crate::{Cache, Engine, Result};
 
 const ACQUIRE: &str = r#"
@@ -21,20 +21,6 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return token
 end
 return 0
-"#;
-
-/// Extends each lock `KEYS[i]` whose value is still `ARGV[i + 1]` by `ARGV[1]` ms; one 1 or 0
-/// per key. A worker's heartbeat sends all its locks at once: one round trip a beat.
-const EXTEND_ALL: &str = r#"
-local extended = {}
-for i, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[i + 1] then
-    extended[i] = redis.call('PEXPIRE', key, ARGV[1])
-  else
-    extended[i] = 0
-  end
-end
-return extended
 "#;
 
 /// Deletes the lock only while the owner it names still holds it: the value is that owner, a
@@ -90,7 +76,6 @@ pub struct LockGuard {
 
 /// Built once (making a script hashes it) and shared by every limiter and lock made from it.
 static ACQUIRE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE));
-static EXTEND_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_ALL));
 static RELEASE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE));
 static BREAK_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(BREAK));
 

@@ -23,6 +23,12 @@ struct HubState {
     inflight: HashMap<u64, Vec<Value>>,
     acks: Vec<Value>,
     next_envelope: u64,
+    /// When each envelope not yet acknowledged was pushed, by id (for [`SocketHub::take_pickups`]).
+    pushed_at: HashMap<String, std::time::Instant>,
+    /// How long each acknowledged envelope waited from its push.
+    pickups: Vec<std::time::Duration>,
+    /// Acknowledgements are counted, not kept (a benchmark's hubs run for long).
+    quiet: bool,
 }
 
 /// The Socket Mode hub of one emulated app.
@@ -45,9 +51,21 @@ impl SocketHub {
             let envelope = json!({ "envelope_id": id, "type": kind, "payload": payload,
                                    "accepts_response_payload": kind == "slash_commands", "retry_attempt": 0 });
             s.queued.push_back(envelope);
+            s.pushed_at.insert(id.clone(), std::time::Instant::now());
             flush(s);
             id
         })
+    }
+
+    /// Keeps no acknowledgements ([`Self::ack`] then finds none), only their pickup times.
+    pub fn quiet(&self) {
+        self.with(|s| s.quiet = true);
+    }
+
+    /// Takes the pickup times recorded since the last call: for each envelope acknowledged,
+    /// how long from its push until the app acknowledged it (so it was stored).
+    pub fn take_pickups(&self) -> Vec<std::time::Duration> {
+        self.with(|s| std::mem::take(&mut s.pickups))
     }
 
     /// The acknowledgement of an envelope, once the app sent it.
@@ -106,7 +124,12 @@ impl SocketHub {
                             if let Some(sent) = s.inflight.get_mut(&id) {
                                 sent.retain(|e| e["envelope_id"] != ack["envelope_id"]);
                             }
-                            s.acks.push(ack);
+                            if let Some(at) = ack["envelope_id"].as_str().and_then(|e| s.pushed_at.remove(e)) {
+                                s.pickups.push(at.elapsed());
+                            }
+                            if !s.quiet {
+                                s.acks.push(ack);
+                            }
                         });
                     }
                     Some(Ok(Message::Close(_)) | Err(_)) | None => break,

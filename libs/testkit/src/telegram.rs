@@ -7,7 +7,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::Router;
@@ -63,12 +63,21 @@ struct Bot {
     uploads: Vec<Upload>,
     /// Methods whose next call is carried out but never answered (the caller dies waiting).
     holds: std::collections::HashSet<String>,
+    /// Wakes this bot's waiting `getUpdates` when an update arrives.
+    arrived: Arc<Notify>,
+    /// When each unconfirmed update was queued, by id (for [`TelegramEmulator::pickups`]).
+    queued_at: HashMap<i64, Instant>,
+    /// When the bot last called `getUpdates`.
+    last_poll: Option<Instant>,
 }
 
 #[derive(Default)]
 struct Inner {
     bots: Mutex<HashMap<String, Bot>>,
-    arrived: Notify,
+    /// Every call is logged, unless a benchmark turned it off.
+    quiet: std::sync::atomic::AtomicBool,
+    /// How long each update waited from being queued to being confirmed by an offset past it.
+    pickups: Mutex<Vec<Duration>>,
 }
 
 /// The emulator; it serves until dropped.
@@ -136,7 +145,7 @@ impl TelegramEmulator {
     /// Queues a raw update (its `update_id` is assigned) and returns its id. A message gets the
     /// next id of its chat, which people and the bot share, as in Telegram.
     pub fn push_update(&self, token: &str, mut update: Value) -> i64 {
-        let id = self.with_bot(token, |bot| {
+        self.with_bot(token, |bot| {
             bot.next_update += 1;
             update["update_id"] = json!(bot.next_update);
             if let Some(chat) = update.pointer("/message/chat/id").map(|c| c.to_string()) {
@@ -145,16 +154,36 @@ impl TelegramEmulator {
                 update["message"]["message_id"] = json!(*next);
             }
             bot.updates.push_back(update);
+            bot.queued_at.insert(bot.next_update, Instant::now());
+            bot.arrived.notify_waiters();
             bot.next_update
-        });
-        self.inner.arrived.notify_waiters();
-        id
+        })
     }
 
     /// Queues an update again with the id it already has (Telegram redelivering it).
     pub fn redeliver(&self, token: &str, update: Value) {
-        self.with_bot(token, |bot| bot.updates.push_back(update));
-        self.inner.arrived.notify_waiters();
+        self.with_bot(token, |bot| {
+            bot.updates.push_back(update);
+            bot.arrived.notify_waiters();
+        });
+    }
+
+    /// Stops logging calls ([`Self::calls`] then stays empty): a benchmark's bots poll for
+    /// hours, and the log would grow without end.
+    pub fn quiet(&self) {
+        self.inner.quiet.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many bots have called `getUpdates` at or after `since`.
+    pub fn polled_since(&self, since: Instant) -> usize {
+        let bots = self.inner.bots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        bots.values().filter(|b| b.last_poll.is_some_and(|at| at >= since)).count()
+    }
+
+    /// Takes the pickup times recorded since the last call: for each update confirmed, how
+    /// long from being queued until the bot's next `getUpdates` passed it (so it was stored).
+    pub fn take_pickups(&self) -> Vec<Duration> {
+        std::mem::take(&mut *self.inner.pickups.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// A user writes `text` to the bot in a private chat (chat id = user id).
@@ -334,7 +363,9 @@ async fn handle(
         let Some(b) = bots.get_mut(&token) else {
             return fail(401, "Unauthorized", None);
         };
-        b.calls.push((method.clone(), params.clone()));
+        if !inner.quiet.load(std::sync::atomic::Ordering::Relaxed) {
+            b.calls.push((method.clone(), params.clone()));
+        }
         if let Some((status, description, retry)) = b.failures.get_mut(&method).and_then(VecDeque::pop_front) {
             return fail(status, &description, retry);
         }
@@ -483,24 +514,53 @@ async fn get_updates(inner: &Arc<Inner>, token: &str, params: &Value) -> Respons
     let offset = params.get("offset").and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok())).unwrap_or(0);
     let timeout = params.get("timeout").and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok())).unwrap_or(0);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout.min(50));
+    let mut first = true;
     loop {
-        let arrived = inner.arrived.notified();
-        {
+        let arrived = {
             let mut bots = inner.bots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let Some(bot) = bots.get_mut(token) else { return fail(401, "Unauthorized", None) };
             if bot.webhook.is_some() {
                 return fail(409, "Conflict: can't use getUpdates method while webhook is active", None);
             }
-            // An offset confirms every update before it.
-            if offset > 0 {
-                bot.updates.retain(|u| u["update_id"].as_i64().unwrap_or_default() >= offset);
+            if std::mem::take(&mut first) {
+                bot.last_poll = Some(Instant::now());
             }
+            confirm(inner, bot, offset);
             if !bot.updates.is_empty() {
                 return ok(Value::Array(bot.updates.iter().take(100).cloned().collect()));
             }
-        }
-        if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+            bot.arrived.clone()
+        };
+        let notified = arrived.notified();
+        tokio::pin!(notified);
+        // Registered before the lock is taken again, so an update queued in between wakes it.
+        notified.as_mut().enable();
+        let queued = {
+            let bots = inner.bots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            bots.get(token).is_some_and(|b| !b.updates.is_empty())
+        };
+        if !queued && tokio::time::timeout_at(deadline, notified).await.is_err() {
             return ok(json!([]));
+        }
+    }
+}
+
+/// An offset confirms every update before it: they are dropped, and how long each waited is
+/// recorded.
+fn confirm(inner: &Inner, bot: &mut Bot, offset: i64) {
+    if offset <= 0 {
+        return;
+    }
+    bot.updates.retain(|u| u["update_id"].as_i64().unwrap_or_default() >= offset);
+    let confirmed: Vec<i64> = bot.queued_at.keys().copied().filter(|id| *id < offset).collect();
+    if confirmed.is_empty() {
+        return;
+    }
+    let now = Instant::now();
+    let mut pickups = inner.pickups.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for id in confirmed {
+        if let Some(at) = bot.queued_at.remove(&id) {
+            pickups.push(now - at);
         }
     }
 }

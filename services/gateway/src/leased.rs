@@ -1,106 +1,214 @@
 //! Bots that one pod serves at a time: Telegram long-poll, Slack Socket Mode and the WeCom
-//! AI-bot socket. A pod works a bot only while it holds the bot's lease in Redis (renewed
-//! every third of `gateway.lease_seconds`); when the pod dies, another takes the bot over once
-//! the lease lapses. Each pod looks for unserved bots every `gateway.rebalance_seconds`.
+//! AI-bot socket. A pod works a bot only while it holds the bot's lease in Redis; when the pod
+//! dies, another takes the bot over once the lease lapses.
+//!
+//! One loop a platform keeps them: every third of `gateway.lease_seconds` it renews all the
+//! pod's leases in one round trip, and every `gateway.rebalance_seconds` it lists the bots,
+//! stops the ones deleted, blocked or switched to another mode, and takes free ones up to its
+//! fair share (the bots over the pods alive, counted in Redis), giving back what is over it,
+//! so a pod that joins gets its part and a pod that dies has its part shared out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use hermes_core::{ChannelMode, Platform};
+use hermes_cache::Lease;
+use hermes_core::{ChannelId, ChannelMode, Platform};
 use hermes_store::Channel;
 
 use crate::Gateway;
 
-/// Serves every bound bot of `platform` in `mode` that no other pod serves, with `work`, until
-/// `shutdown`. `work` gets a token that fires on shutdown or when the lease is lost; it must
-/// return soon after.
+/// Most leases asked for in one round trip.
+const ACQUIRE_BATCH: usize = 500;
+
+/// A bot this pod serves.
+struct Served {
+    lease: Lease,
+    /// Fires to stop serving it (shutdown, lease lost, the bot gone or over our share).
+    stop: CancellationToken,
+    /// Fires when the lease was lost: the task then must not give it back.
+    lost: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Served {
+    fn lose(&self) {
+        self.lost.cancel();
+        self.stop.cancel();
+    }
+}
+
+/// What one platform's loop works with.
+struct Keeper<W> {
+    gw: Arc<Gateway>,
+    shutdown: CancellationToken,
+    platform: Platform,
+    mode: ChannelMode,
+    work: W,
+    served: HashMap<ChannelId, Served>,
+    /// When the leases were last renewed (each then ran for a whole lease from at least here).
+    renewed_at: Instant,
+}
+
+/// Serves bound bots of `platform` in `mode`, its share of them, with `work`, until
+/// `shutdown`. `work` gets a token that fires on shutdown or when the bot is no longer this
+/// pod's; it must return soon after.
 pub async fn run<W, F>(gw: Arc<Gateway>, shutdown: CancellationToken, platform: Platform, mode: ChannelMode, work: W)
 where
     W: Fn(Arc<Gateway>, Channel, CancellationToken) -> F,
     F: Future<Output = ()> + Send + 'static,
 {
-    let every = Duration::from_secs(gw.config.gateway.rebalance_seconds.max(1));
-    let mut running: HashMap<hermes_core::ChannelId, JoinHandle<()>> = HashMap::new();
+    let rebalance_every = Duration::from_secs(gw.config.gateway.rebalance_seconds.max(1));
+    let mut ticks = tokio::time::interval((gw.lease_ttl() / 3).min(rebalance_every));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut keeper = Keeper { gw, shutdown, platform, mode, work, served: HashMap::new(), renewed_at: Instant::now() };
+    let mut next_rebalance = Instant::now();
     loop {
-        running.retain(|_, task| !task.is_finished());
-        match gw.store.system().gateway_channels(platform, mode).await {
-            Ok(channels) => {
-                for channel in channels {
-                    if running.contains_key(&channel.id) {
-                        continue;
-                    }
-                    let lease_name = format!("{platform}:{}", channel.id);
-                    match gw.cache.leases().try_acquire(&lease_name, &gw.owner, gw.lease_ttl()).await {
-                        Ok(Some(lease)) => {
-                            let id = channel.id;
-                            let stop = shutdown.child_token();
-                            let job = work(gw.clone(), channel, stop.clone());
-                            running.insert(
-                                id,
-                                hermes_telemetry::tasks::spawn(
-                                    "gateway_leased_hold",
-                                    hold(gw.clone(), id, lease, stop, job),
-                                ),
-                            );
-                        }
-                        Ok(None) => {}
-                        Err(e) => tracing::warn!(error = %e, %platform, "cannot take a bot's lease"),
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, %platform, "cannot list the bots to serve"),
-        }
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            () = tokio::time::sleep(every) => {}
+        // The tick's own time, not when its work ended: a pass due on this tick is not
+        // put off to the next one.
+        let now = tokio::select! {
+            () = keeper.shutdown.cancelled() => break,
+            at = ticks.tick() => at,
+        };
+        keeper.served.retain(|_, s| !s.task.is_finished());
+        let platform = keeper.platform.as_str();
+        metrics::gauge!("hermes_gateway_bots_served", "platform" => platform).set(keeper.served.len() as f64);
+        keeper.renew().await;
+        if now >= next_rebalance {
+            keeper.rebalance().await;
+            next_rebalance = now + rebalance_every;
         }
     }
-    for (_, task) in running {
-        let _ = task.await;
+    if let Err(e) = keeper.gw.cache.leases().leave(&keeper.group(), &keeper.gw.owner).await {
+        tracing::debug!(error = %e, "cannot leave the pods' census; our entry lapses");
+    }
+    for (_, served) in keeper.served {
+        let _ = served.task.await;
     }
 }
 
-/// Runs `job` while the lease holds, renewing it; gives the lease back when the job ends.
-async fn hold(
-    gw: Arc<Gateway>,
-    channel: hermes_core::ChannelId,
-    lease: hermes_cache::Lease,
-    stop: CancellationToken,
-    job: impl Future<Output = ()>,
-) {
-    let leases = gw.cache.leases();
-    let lost = CancellationToken::new();
-    let renewer = {
-        let (leases, lease, lost, stop, ttl) =
-            (leases.clone(), lease.clone(), lost.clone(), stop.clone(), gw.lease_ttl());
-        hermes_telemetry::tasks::spawn("gateway_leased", async move {
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep(ttl / 3) => {}
-                }
-                if !matches!(leases.renew(&lease, ttl).await, Ok(true)) {
-                    lost.cancel();
-                    stop.cancel();
-                    return;
+impl<W, F> Keeper<W>
+where
+    W: Fn(Arc<Gateway>, Channel, CancellationToken) -> F,
+    F: Future<Output = ()> + Send + 'static,
+{
+    fn group(&self) -> String {
+        format!("{}:{}", self.platform, self.mode)
+    }
+
+    /// Renews every held lease at once. A bot whose lease was lost stops; when Redis cannot
+    /// be reached, they all stop once a whole lease has passed since the last renewal.
+    async fn renew(&mut self) {
+        let ttl = self.gw.lease_ttl();
+        let (ids, leases): (Vec<ChannelId>, Vec<Lease>) =
+            self.served.iter().filter(|(_, s)| !s.lost.is_cancelled()).map(|(id, s)| (*id, s.lease.clone())).unzip();
+        if leases.is_empty() {
+            self.renewed_at = Instant::now();
+            return;
+        }
+        let started = Instant::now();
+        let renewal = tokio::time::timeout(ttl / 3, self.gw.cache.leases().renew_all(&leases, ttl)).await;
+        match renewal {
+            Ok(Ok(kept)) => {
+                self.renewed_at = started;
+                for (id, kept) in ids.iter().zip(kept) {
+                    if !kept && let Some(served) = self.served.get(id) {
+                        tracing::warn!(channel.id = %id, "lost the bot's lease; another pod serves it");
+                        served.lose();
+                    }
                 }
             }
-        })
-    };
-    tracing::info!(channel.id = %channel, pod = %gw.owner, "serving a bot");
-    job.await;
-    if lost.is_cancelled() {
-        tracing::warn!(channel.id = %channel, "lost the bot's lease; another pod serves it");
+            Ok(Err(_)) | Err(_) if self.renewed_at.elapsed() < ttl => {
+                tracing::warn!(platform = %self.platform, "cannot renew the bots' leases; trying again");
+            }
+            Ok(Err(_)) | Err(_) => {
+                tracing::error!(platform = %self.platform, "the bots' leases lapsed unrenewed; stopping them");
+                self.served.values().for_each(Served::lose);
+            }
+        }
     }
+
+    /// Stops the bots no longer to be served, gives back what is over this pod's share and
+    /// takes free bots up to it.
+    async fn rebalance(&mut self) {
+        let (platform, mode) = (self.platform, self.mode);
+        let channels = match self.gw.store.system().gateway_channels(platform, mode).await {
+            Ok(channels) => channels,
+            Err(e) => return tracing::warn!(error = %e, %platform, "cannot list the bots to serve"),
+        };
+        let pods = match self.gw.cache.leases().census(&self.group(), &self.gw.owner, self.gw.lease_ttl()).await {
+            Ok(pods) => pods,
+            Err(e) => return tracing::warn!(error = %e, %platform, "cannot count the pods serving bots"),
+        };
+        let listed: HashSet<ChannelId> = channels.iter().map(|c| c.id).collect();
+        for (id, served) in &self.served {
+            if !listed.contains(id) {
+                served.stop.cancel();
+            }
+        }
+        let share = channels.len().div_ceil(pods);
+        let mut active: Vec<&Served> = self.served.values().filter(|s| !s.stop.is_cancelled()).collect();
+        if active.len() > share {
+            tracing::info!(%platform, pods, share, held = active.len(), "giving back bots over this pod's share");
+            active.drain(share..).for_each(|s| s.stop.cancel());
+            return;
+        }
+        let room = share - active.len();
+        let free: Vec<Channel> = channels.into_iter().filter(|c| !self.served.contains_key(&c.id)).collect();
+        self.take(free, room).await;
+    }
+
+    /// Takes the leases of up to `room` of `free`, and serves the bots taken.
+    async fn take(&mut self, free: Vec<Channel>, mut room: usize) {
+        let mut free = free.into_iter().peekable();
+        while room > 0 && free.peek().is_some() {
+            let batch: Vec<Channel> = free.by_ref().take(room.min(ACQUIRE_BATCH)).collect();
+            let names: Vec<String> = batch.iter().map(|c| format!("{}:{}", self.platform, c.id)).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let leases = self.gw.cache.leases();
+            let taken = match leases.try_acquire_all(&names, &self.gw.owner, self.gw.lease_ttl()).await {
+                Ok(taken) => taken,
+                Err(e) => return tracing::warn!(error = %e, platform = %self.platform, "cannot take bots' leases"),
+            };
+            for (channel, lease) in batch.into_iter().zip(taken) {
+                if let Some(lease) = lease {
+                    room -= 1;
+                    self.serve(channel, lease);
+                }
+            }
+        }
+    }
+
+    fn serve(&mut self, channel: Channel, lease: Lease) {
+        let (id, stop, lost) = (channel.id, self.shutdown.child_token(), CancellationToken::new());
+        let job = (self.work)(self.gw.clone(), channel, stop.clone());
+        let task = hermes_telemetry::tasks::spawn(
+            "gateway_leased_hold",
+            hold(self.gw.clone(), id, lease.clone(), stop.clone(), lost.clone(), job),
+        );
+        self.served.insert(id, Served { lease, stop, lost, task });
+    }
+}
+
+/// Runs `job`, then gives the lease back unless it was lost.
+async fn hold(
+    gw: Arc<Gateway>,
+    channel: ChannelId,
+    lease: Lease,
+    stop: CancellationToken,
+    lost: CancellationToken,
+    job: impl Future<Output = ()>,
+) {
+    tracing::debug!(channel.id = %channel, pod = %gw.owner, "serving a bot");
+    job.await;
     stop.cancel();
-    renewer.abort();
     if !lost.is_cancelled()
-        && let Err(e) = leases.release(&lease).await
+        && let Err(e) = gw.cache.leases().release(&lease).await
     {
         tracing::debug!(error = %e, "cannot give the lease back; it lapses");
     }

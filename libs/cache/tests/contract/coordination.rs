@@ -38,6 +38,36 @@ async fn a_lease_lapses_when_its_holder_stops_renewing(cache: Cache) {
     assert!(!leases.renew(&a, LONG).await.unwrap(), "a lapsed lease cannot be renewed");
 }
 
+async fn a_pod_takes_only_free_leases_and_renews_only_what_it_still_holds(cache: Cache) {
+    let leases = cache.leases();
+    let held = leases.try_acquire("bot-2", "pod-b", LONG).await.unwrap().expect("a free lease is taken");
+    let taken = leases.try_acquire_all(&["bot-1", "bot-2", "bot-3"], "pod-a", LONG).await.unwrap();
+    assert_eq!(taken.iter().map(Option::is_some).collect::<Vec<_>>(), [true, false, true], "a held one is skipped");
+    let mine: Vec<_> = taken.into_iter().flatten().collect();
+    assert_eq!(leases.holder("bot-2").await.unwrap().as_deref(), Some("pod-b"));
+    assert_eq!(leases.holder("bot-3").await.unwrap().as_deref(), Some("pod-a"));
+    assert_eq!(leases.holder("bot-4").await.unwrap(), None);
+
+    leases.release(&mine[1]).await.unwrap();
+    let renewed = leases.renew_all(&[mine[0].clone(), mine[1].clone(), held.clone()], LONG).await.unwrap();
+    assert_eq!(renewed, [true, false, true], "a given-back lease is not renewed; the others are, each by its holder");
+    assert!(leases.renew_all(&[], LONG).await.unwrap().is_empty());
+}
+
+async fn the_census_counts_the_pods_that_announced_themselves_lately(cache: Cache) {
+    let leases = cache.leases();
+    assert_eq!(leases.census("telegram:poll", "pod-a", LONG).await.unwrap(), 1, "a pod counts itself");
+    assert_eq!(leases.census("telegram:poll", "pod-b", SHORT).await.unwrap(), 2);
+    assert_eq!(leases.census("telegram:poll", "pod-a", LONG).await.unwrap(), 2, "announcing again counts once");
+    assert_eq!(leases.census("slack:socket", "pod-a", LONG).await.unwrap(), 1, "groups are apart");
+    crate::eventually!("a pod that stopped announcing itself dropping out", {
+        leases.census("telegram:poll", "pod-a", LONG).await.unwrap() == 1
+    });
+    leases.census("telegram:poll", "pod-c", LONG).await.unwrap();
+    leases.leave("telegram:poll", "pod-c").await.unwrap();
+    assert_eq!(leases.census("telegram:poll", "pod-a", LONG).await.unwrap(), 1, "a pod that left is not counted");
+}
+
 async fn a_session_lock_is_exclusive_and_each_holding_gets_a_higher_token(cache: Cache) {
     let locks = cache.session_locks();
     let session = SessionId::new();
@@ -119,6 +149,8 @@ async fn a_slot_lapses_when_its_holder_stops(cache: Cache) {
 crate::contract!(
     a_lease_is_one_holders_until_released,
     a_lease_lapses_when_its_holder_stops_renewing,
+    a_pod_takes_only_free_leases_and_renews_only_what_it_still_holds,
+    the_census_counts_the_pods_that_announced_themselves_lately,
     a_session_lock_is_exclusive_and_each_holding_gets_a_higher_token,
     a_lapsed_session_lock_goes_to_the_next_worker_with_a_higher_token,
     the_reaper_breaks_a_session_lock_only_of_the_gone_owner_it_names,

@@ -81,7 +81,9 @@ async fn connected(gw: &Gateway, channel: &Channel, stop: &CancellationToken, op
             }
         };
         heard = Instant::now();
-        if let Some(end) = on_envelope(gw, channel, &mut ws, &text, opened).await {
+        // Boxed: a waiting socket's task then holds only the socket, not the state of taking
+        // a message in (tens of KB a bot).
+        if let Some(end) = Box::pin(on_envelope(gw, channel, &mut ws, &text, opened)).await {
             return end;
         }
     }

@@ -142,7 +142,8 @@ async fn pump(
                         pings.clear();
                     }
                     Some("aibot_msg_callback") => {
-                        if let Some(end) = take(gw, channel, &got["body"], &id).await {
+                        // Boxed: a waiting socket's task holds no message's state.
+                        if let Some(end) = Box::pin(take(gw, channel, &got["body"], &id)).await {
                             return end;
                         }
                     }
