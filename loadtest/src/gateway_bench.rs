@@ -145,20 +145,26 @@ async fn trickle(fleet: &Fleet, args: &Args) -> Vec<Duration> {
     pickups
 }
 
-/// Kills the first pod once the bots are shared, writes to `takeover_sample` bots at once,
-/// and reports how long their messages waited and when the survivors served every bot.
-async fn takeover(fleet: &Fleet, pods: &mut [Pod], args: &Args) -> Result<()> {
-    let share = args.bots / pods.len();
+/// Waits until the pods serve an even share of the bots each (a pod that started first takes
+/// them all, and gives half back on its next pass).
+async fn wait_shared(pods: &[Pod], bots: usize) -> Result<()> {
+    let share = bots / pods.len();
     let shared = until(Duration::from_secs(120), async || {
         let mut served = Vec::new();
-        for pod in pods.iter() {
+        for pod in pods {
             served.push(pod.bots_served().await.unwrap_or_default());
         }
-        served.iter().sum::<usize>() == args.bots && served.iter().all(|n| *n + 1 >= share)
+        served.iter().sum::<usize>() == bots && served.iter().all(|n| *n + 1 >= share)
     })
     .await
     .context("the pods never shared the bots")?;
     println!("shared between {} pods {:.1} s after all were served", pods.len(), shared.as_secs_f64());
+    Ok(())
+}
+
+/// Kills the first pod, writes to `takeover_sample` bots at once, and reports how long their
+/// messages waited and when the survivors served every bot.
+async fn takeover(fleet: &Fleet, pods: &mut [Pod], args: &Args) -> Result<()> {
     let (dead, alive) = pods.split_first_mut().context("no pod")?;
     let held = dead.bots_served().await?;
     dead.kill().await;
@@ -223,6 +229,9 @@ async fn main() -> Result<()> {
         .await
         .with_context(|| format!("only {} of {} bots were served", fleet.served(written), args.bots))?;
     println!("every bot served {:.1} s after the first was bound", served.as_secs_f64());
+    if pods.len() > 1 {
+        wait_shared(&pods, args.bots).await?;
+    }
     tokio::time::sleep(Duration::from_secs(3)).await;
     for pod in &mut pods {
         pod.mark_cpu()?;

@@ -4,6 +4,7 @@
 
 pub mod binding;
 pub mod body;
+pub mod kept_socket;
 pub mod markdown;
 pub mod pairing;
 pub mod slack;

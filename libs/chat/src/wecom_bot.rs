@@ -60,7 +60,7 @@ impl BotSocket {
     /// Connects to `url` and subscribes as the bot; WeCom's refusal is [`BotError::Refused`].
     pub async fn subscribe(url: &str, bot_id: &str, secret: &str) -> Result<Self, BotError> {
         let transport = |e: &dyn std::fmt::Display| BotError::Transport(e.to_string());
-        let connect = tokio_tungstenite::connect_async(url);
+        let connect = tokio_tungstenite::connect_async_with_config(url, Some(crate::kept_socket::config()), false);
         let (mut ws, _) = tokio::time::timeout(Duration::from_secs(30), connect)
             .await
             .map_err(|_| BotError::Transport("connecting timed out".into()))?

@@ -41,7 +41,7 @@ async fn connection(gw: &Gateway, channel: &Channel, stop: &CancellationToken) -
     (end, opened)
 }
 
-/// The socket of one connection, as `connect_async` opens it.
+/// The socket of one connection, as `connect_async_with_config` opens it.
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn connected(gw: &Gateway, channel: &Channel, stop: &CancellationToken, opened: &mut bool) -> End {
@@ -103,7 +103,9 @@ async fn open(gw: &Gateway, channel: &Channel) -> Result<Socket, End> {
         Err(e) if e.is_permanent() => return Err(End::Refused(e.to_string())),
         Err(e) => return Err(End::Failed(e.to_string())),
     };
-    match tokio::time::timeout(Duration::from_secs(30), tokio_tungstenite::connect_async(url.as_str())).await {
+    let connect =
+        tokio_tungstenite::connect_async_with_config(url.as_str(), Some(hermes_chat::kept_socket::config()), false);
+    match tokio::time::timeout(Duration::from_secs(30), connect).await {
         Ok(Ok((ws, _))) => Ok(ws),
         Ok(Err(e)) => Err(End::Failed(e.to_string())),
         Err(_) => Err(End::Failed("connecting timed out".into())),
