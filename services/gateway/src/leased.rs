@@ -53,6 +53,7 @@ struct Keeper<W> {
     served: HashMap<ChannelId, Served>,
     /// When the leases were last renewed (each then ran for a whole lease from at least here).
     renewed_at: Instant,
+    rebalance_every: Duration,
 }
 
 /// Serves bound bots of `platform` in `mode`, its share of them, with `work`, until
@@ -64,9 +65,11 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let rebalance_every = Duration::from_secs(gw.config.gateway.rebalance_seconds.max(1));
-    let mut ticks = tokio::time::interval((gw.lease_ttl() / 3).min(rebalance_every));
+    let renew_every = gw.lease_ttl() / 3;
+    let mut ticks = tokio::time::interval(renew_every.min(rebalance_every));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut keeper = Keeper { gw, shutdown, platform, mode, work, served: HashMap::new(), renewed_at: Instant::now() };
+    let served = HashMap::new();
+    let mut keeper = Keeper { gw, shutdown, platform, mode, work, served, renewed_at: Instant::now(), rebalance_every };
     let mut next_rebalance = Instant::now();
     loop {
         // The tick's own time, not when its work ended: a pass due on this tick is not
@@ -80,7 +83,11 @@ where
         metrics::gauge!("hermes_gateway_bots_served", "platform" => platform).set(keeper.served.len() as f64);
         keeper.renew().await;
         if now >= next_rebalance {
-            keeper.rebalance().await;
+            // Bounded, so the next renewal comes within two thirds of a lease whatever a slow
+            // database or Redis does to the pass (a lease it took and dropped then lapses).
+            if tokio::time::timeout(renew_every, keeper.rebalance()).await.is_err() {
+                tracing::warn!(%platform, "a rebalancing pass was cut short");
+            }
             next_rebalance = now + rebalance_every;
         }
     }
@@ -123,11 +130,13 @@ where
                     }
                 }
             }
-            Ok(Err(_)) | Err(_) if self.renewed_at.elapsed() < ttl => {
+            // Stopped with a third of a lease to spare, so they end before another pod can
+            // take them.
+            Ok(Err(_)) | Err(_) if self.renewed_at.elapsed() < ttl * 2 / 3 => {
                 tracing::warn!(platform = %self.platform, "cannot renew the bots' leases; trying again");
             }
             Ok(Err(_)) | Err(_) => {
-                tracing::error!(platform = %self.platform, "the bots' leases lapsed unrenewed; stopping them");
+                tracing::error!(platform = %self.platform, "the bots' leases are about to lapse unrenewed; stopping them");
                 self.served.values().for_each(Served::lose);
             }
         }
@@ -141,7 +150,9 @@ where
             Ok(channels) => channels,
             Err(e) => return tracing::warn!(error = %e, %platform, "cannot list the bots to serve"),
         };
-        let pods = match self.gw.cache.leases().census(&self.group(), &self.gw.owner, self.gw.lease_ttl()).await {
+        // Announced for two passes at least, so a pod is never missed between its passes.
+        let announced = self.gw.lease_ttl().max(self.rebalance_every * 2);
+        let pods = match self.gw.cache.leases().census(&self.group(), &self.gw.owner, announced).await {
             Ok(pods) => pods,
             Err(e) => return tracing::warn!(error = %e, %platform, "cannot count the pods serving bots"),
         };
@@ -165,20 +176,26 @@ where
 
     /// Takes the leases of up to `room` of `free`, and serves the bots taken.
     async fn take(&mut self, free: Vec<Channel>, mut room: usize) {
+        let leases = self.gw.cache.leases();
         let mut free = free.into_iter().peekable();
         while room > 0 && free.peek().is_some() {
-            let batch: Vec<Channel> = free.by_ref().take(room.min(ACQUIRE_BATCH)).collect();
+            // Whole batches whatever the room: most of `free` is held by other pods, and a pod
+            // one bot short of its share would otherwise ask for them one round trip each.
+            let batch: Vec<Channel> = free.by_ref().take(ACQUIRE_BATCH).collect();
             let names: Vec<String> = batch.iter().map(|c| format!("{}:{}", self.platform, c.id)).collect();
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let leases = self.gw.cache.leases();
             let taken = match leases.try_acquire_all(&names, &self.gw.owner, self.gw.lease_ttl()).await {
                 Ok(taken) => taken,
                 Err(e) => return tracing::warn!(error = %e, platform = %self.platform, "cannot take bots' leases"),
             };
             for (channel, lease) in batch.into_iter().zip(taken) {
-                if let Some(lease) = lease {
+                let Some(lease) = lease else { continue };
+                if room > 0 {
                     room -= 1;
                     self.serve(channel, lease);
+                } else if let Err(e) = leases.release(&lease).await {
+                    // Taken past our share: given back at once, or it lapses.
+                    tracing::debug!(error = %e, "cannot give a lease back; it lapses");
                 }
             }
         }
